@@ -1,0 +1,49 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { ConfigError } from '../errors.ts';
+
+/**
+ * Parses `.mam.env`: KEY=VALUE lines; blank lines and `#` comments skipped; an optional
+ * `export ` prefix and one pair of surrounding quotes are removed, as a shell user would expect.
+ */
+export function parseEnvFile(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) continue;
+    const eq = line.indexOf('=');
+    if (eq <= 0) continue;
+    const key = line.slice(0, eq).replace(/^export\s+/, '').trim();
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) continue;
+    let value = line.slice(eq + 1).trim();
+    const quoted = value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.at(-1) === value[0];
+    if (quoted) value = value.slice(1, -1);
+    else value = value.replace(/\s+#.*$/, '');
+    out[key] = value;
+  }
+  return out;
+}
+
+/**
+ * Which file to read (contract §7): with `MAM_ENV_FILE` only that one, else `<root>/.mam.env`.
+ * A missing file is skipped; one that exists but cannot be read is an error naming it.
+ */
+export function readEnvFile(env: NodeJS.ProcessEnv, root: string): Record<string, string> {
+  const file = env.MAM_ENV_FILE ? path.resolve(root, env.MAM_ENV_FILE) : path.join(root, '.mam.env');
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'unknown';
+    if (code === 'ENOENT') return {};
+    throw new ConfigError(`${file}: cannot read (${code})`);
+  }
+  return parseEnvFile(text);
+}
+
+/** Variables already in the environment win over the file's. */
+export function mergeEnv(fileVars: Record<string, string>, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const merged: NodeJS.ProcessEnv = { ...fileVars };
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) merged[k] = v;
+  return merged;
+}
