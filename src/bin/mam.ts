@@ -1,0 +1,4 @@
+import { runUmbrella } from '../cli/program.ts';
+import { VERBS } from '../cli/verbs.ts';
+
+await runUmbrella('mam', VERBS);

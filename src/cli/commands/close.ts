@@ -1,0 +1,29 @@
+import { z } from 'zod';
+import { publicView } from '../../core/registry/job-record.ts';
+import { loadContext } from '../context.ts';
+import { jobIdFlag } from '../flags.ts';
+import { parseOptions, printJson } from '../options.ts';
+import { type CommandSpec, registryOption } from '../program.ts';
+
+const closeOptions = z.object({
+  job: jobIdFlag,
+  request: z.enum(['cancelled', 'deadline_timeout', 'completed', 'error']),
+  registry: z.string().optional(),
+  json: z.boolean().optional(),
+});
+
+export const closeCommand: CommandSpec = {
+  name: 'close',
+  summary: 'operator close: cancelled, deadline_timeout (status error), completed or error',
+  configure: (cmd) =>
+    registryOption(cmd)
+      .requiredOption('--job <id>', 'job id')
+      .requiredOption('--request <request>', 'cancelled | deadline_timeout | completed | error')
+      .option('--json', 'print the record as JSON (the default)'),
+  async run(raw) {
+    const opts = parseOptions(closeOptions, raw);
+    const { registry } = loadContext(opts);
+    const { record } = await registry.close(opts.job, opts.request);
+    printJson(publicView(record));
+  },
+};

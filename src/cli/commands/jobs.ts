@@ -1,0 +1,53 @@
+import { z } from 'zod';
+import { type JobRecord, publicView } from '../../core/registry/job-record.ts';
+import { loadContext } from '../context.ts';
+import { parseOptions } from '../options.ts';
+import { type CommandSpec, registryOption } from '../program.ts';
+
+const jobsOptions = z.object({
+  json: z.boolean().optional(),
+  status: z.enum(['pending', 'running', 'completed', 'error', 'cancelled']).optional(),
+  registry: z.string().optional(),
+});
+
+function ago(iso: string, now: number): string {
+  const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  if (s < 90) return `${s}s ago`;
+  if (s < 5400) return `${Math.round(s / 60)}m ago`;
+  if (s < 129600) return `${Math.round(s / 3600)}h ago`;
+  return `${Math.round(s / 86400)}d ago`;
+}
+
+/** A fixed-width table for people; the brief is cut to its first line. */
+export function formatJobsTable(records: JobRecord[], now = Date.now()): string {
+  const rows = records.map((r) => [
+    r.job_id,
+    r.status,
+    r.agent_session ?? '-',
+    String(r.attempt_id),
+    String(r.last_seq),
+    ago(r.updated_at, now),
+    (r.brief.split('\n')[0] ?? '').slice(0, 60),
+  ]);
+  const header = ['JOB', 'STATUS', 'SESSION', 'ATTEMPT', 'SEQ', 'UPDATED', 'BRIEF'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}
+
+export const jobsCommand: CommandSpec = {
+  name: 'jobs',
+  summary: 'list jobs: a table, or a JSON array with --json',
+  configure: (cmd) =>
+    registryOption(cmd).option('--json', 'print a JSON array of records (without tokens)').option('--status <status>', 'only jobs with this status'),
+  async run(raw) {
+    const opts = parseOptions(jobsOptions, raw);
+    const { registry } = loadContext(opts);
+    const { records, corrupt } = registry.list();
+    for (const err of corrupt) process.stderr.write(`warning: ${err.message}; skipped\n`);
+    const shown = opts.status ? records.filter((r) => r.status === opts.status) : records;
+    if (opts.json) process.stdout.write(`${JSON.stringify(shown.map(publicView))}\n`);
+    else if (shown.length > 0) process.stdout.write(`${formatJobsTable(shown)}\n`);
+    else process.stderr.write('no jobs\n');
+  },
+};

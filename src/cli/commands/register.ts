@@ -1,0 +1,80 @@
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { z } from 'zod';
+import { UsageError } from '../../core/errors.ts';
+import { publicView } from '../../core/registry/job-record.ts';
+import { loadContext } from '../context.ts';
+import { countFlag, jobIdFlag, secondsFlag } from '../flags.ts';
+import { collect, parseOptions, printJson } from '../options.ts';
+import { type CommandSpec, registryOption } from '../program.ts';
+
+const registerOptions = z.object({
+  jobId: jobIdFlag.optional(),
+  agentSession: z.string().min(1).optional(),
+  brief: z.string().optional(),
+  briefFile: z.string().min(1).optional(),
+  heartbeat: secondsFlag.optional(),
+  heartbeatMisses: countFlag.optional(),
+  ackTimeout: secondsFlag.optional(),
+  idleTimeout: secondsFlag.optional(),
+  timeout: secondsFlag.optional(),
+  transport: z.enum(['herdr', 'remote']).default('herdr'),
+  dependsOn: z.array(jobIdFlag).default([]),
+  registry: z.string().optional(),
+  json: z.boolean().optional(),
+});
+export type RegisterOptions = z.infer<typeof registerOptions>;
+
+/** The timing flags, shared with `mam delegate`. */
+export function timingFlags(cmd: Command): Command {
+  return cmd
+    .option('--heartbeat <sec>', 'heartbeat period N in seconds (default MAM_HEARTBEAT_SEC, 30)')
+    .option('--heartbeat-misses <k>', 'beats missed before the job counts as idle (default MAM_HEARTBEAT_MISSES, 4)')
+    .option('--ack-timeout <sec>', 'time allowed before `started` (default MAM_ACK_TIMEOUT_S, 180)')
+    .option('--idle-timeout <sec>', 'silence allowed after the last event (default misses × heartbeat)')
+    .option('--timeout <sec>', 'wall-clock budget of the job (default 3600)');
+}
+
+export function readBrief(opts: { brief?: string | undefined; briefFile?: string | undefined }): string {
+  if (opts.brief !== undefined && opts.briefFile !== undefined) throw new UsageError('--brief and --brief-file are exclusive');
+  if (opts.briefFile === undefined) return opts.brief ?? '';
+  try {
+    return readFileSync(opts.briefFile === '-' ? 0 : opts.briefFile, 'utf8');
+  } catch (err) {
+    throw new UsageError(`--brief-file: ${opts.briefFile}: cannot read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+}
+
+export const registerCommand: CommandSpec = {
+  name: 'register',
+  summary: 'create a pending job record and its audit log; print the record',
+  configure: (cmd) =>
+    timingFlags(
+      registryOption(cmd)
+        .option('--job-id <id>', 'job id (8 lowercase hex); random by default')
+        .option('--agent-session <name>', 'only this agent session may pick the job')
+        .option('--brief <text>', 'what the agent is asked to do')
+        .option('--brief-file <file>', 'read the brief from a file (- for stdin)'),
+    )
+      .option('--transport <kind>', 'herdr (local pane) or remote', 'herdr')
+      .option('--depends-on <id>', 'job that must be completed first (repeatable)', collect, [])
+      .option('--json', 'print the record as JSON (the default)'),
+  async run(raw) {
+    const opts = parseOptions(registerOptions, raw);
+    const brief = readBrief(opts);
+    const { config, registry } = loadContext(opts);
+    const record = await registry.register({
+      jobId: opts.jobId,
+      agentSession: opts.agentSession,
+      brief,
+      heartbeatSec: opts.heartbeat ?? config.heartbeatSec,
+      heartbeatMisses: opts.heartbeatMisses ?? config.heartbeatMisses,
+      ackTimeoutSec: opts.ackTimeout ?? config.ackTimeoutSec,
+      idleTimeoutSec: opts.idleTimeout,
+      timeoutSec: opts.timeout ?? 3600,
+      transport: opts.transport,
+      dependsOn: opts.dependsOn,
+    });
+    printJson(publicView(record));
+  },
+};

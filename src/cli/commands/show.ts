@@ -1,0 +1,19 @@
+import { z } from 'zod';
+import { publicView } from '../../core/registry/job-record.ts';
+import { loadContext } from '../context.ts';
+import { jobIdFlag } from '../flags.ts';
+import { parseOptions, printJson } from '../options.ts';
+import { type CommandSpec, registryOption } from '../program.ts';
+
+const showOptions = z.object({ job: jobIdFlag, registry: z.string().optional(), json: z.boolean().optional() });
+
+export const showCommand: CommandSpec = {
+  name: 'show',
+  summary: "print one job's record (without its token)",
+  configure: (cmd) => registryOption(cmd).requiredOption('--job <id>', 'job id').option('--json', 'print the record as JSON (the default)'),
+  async run(raw) {
+    const opts = parseOptions(showOptions, raw);
+    const { registry } = loadContext(opts);
+    printJson(publicView(registry.read(opts.job)));
+  },
+};

@@ -1,0 +1,58 @@
+import path from 'node:path';
+import { UsageError } from '../errors.ts';
+
+const JOB_ID = /^[0-9a-f]{8}$/;
+
+/** Job ids become file names, so they are checked before any path is built from them. */
+export function assertJobId(jobId: string): string {
+  if (!JOB_ID.test(jobId)) throw new UsageError(`job id must be 8 lowercase hex characters, got ${JSON.stringify(jobId)}`);
+  return jobId;
+}
+
+export function isJobId(value: string): boolean {
+  return JOB_ID.test(value);
+}
+
+/** Every file the registry owns (contract §2), in one place. */
+export class RegistryPaths {
+  constructor(
+    readonly registryDir: string,
+    readonly logDir: string,
+  ) {}
+
+  get lock(): string {
+    return path.join(this.registryDir, '.lock');
+  }
+
+  /** The pick index (see pick-index.ts); a cache of the records, rebuilt when missing or stale. */
+  get pickIndex(): string {
+    return path.join(this.registryDir, '.pick-index.json');
+  }
+
+  record(jobId: string): string {
+    return path.join(this.registryDir, `${assertJobId(jobId)}.json`);
+  }
+
+  heartbeat(jobId: string, what: 'pid' | 'lock' | 'barrier'): string {
+    return path.join(this.registryDir, `${assertJobId(jobId)}.heartbeat.${what}`);
+  }
+
+  jobLogDir(jobId: string): string {
+    return path.join(this.logDir, assertJobId(jobId));
+  }
+
+  meta(jobId: string): string {
+    return path.join(this.jobLogDir(jobId), 'meta.json');
+  }
+
+  status(jobId: string): string {
+    return path.join(this.jobLogDir(jobId), 'status.json');
+  }
+
+  events(jobId: string): string {
+    return path.join(this.jobLogDir(jobId), 'events.ndjson');
+  }
+}
+
+/** Record file names in the registry folder: `<8 hex>.json`, nothing else. */
+export const RECORD_FILE = /^([0-9a-f]{8})\.json$/;

@@ -1,0 +1,256 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { CorruptRecord, MamError, NoSuchJob, NothingPickable, TransitionRefused } from '../errors.ts';
+import { type AuditEntry, AuditLog } from './audit-log.ts';
+import { type JobRecord, isTerminalStatus } from './job-record.ts';
+import { withRegistryLock } from './lock.ts';
+import { RegistryPaths, assertJobId } from './paths.ts';
+import { type PickIndex, buildPickIndex, readPickIndex, withRecord, writePickIndex } from './pick-index.ts';
+import { listRecordIds, readRecord, writeRecord } from './record-store.ts';
+import { type CloseRequest, type TransitionRequest, planTransition } from './transitions.ts';
+
+export interface RegisterInput {
+  jobId?: string | undefined;
+  agentSession?: string | undefined;
+  brief: string;
+  heartbeatSec: number;
+  heartbeatMisses: number;
+  ackTimeoutSec: number;
+  /** Defaults to heartbeatMisses × heartbeatSec (contract §2). */
+  idleTimeoutSec?: number | undefined;
+  timeoutSec: number;
+  transport: 'herdr' | 'remote';
+  dependsOn: string[];
+}
+
+export interface CommitHooks {
+  /** A last check under the lock (e.g. the heartbeat barrier); a string refuses with that reason. */
+  check?: (record: JobRecord) => string | undefined;
+  /** Audit lines written with the commit, under the same lock (e.g. the signed payload). */
+  audit?: (next: JobRecord, seq: number | undefined) => AuditEntry[];
+}
+
+export interface Commit {
+  record: JobRecord;
+  previous: JobRecord;
+  seq?: number | undefined;
+}
+
+export type Warn = (message: string) => void;
+const warnOnStderr: Warn = (message) => process.stderr.write(`warning: ${message}\n`);
+
+const newAuthToken = (): string => randomBytes(32).toString('base64url');
+export const newDispatchToken = (): string => randomBytes(16).toString('hex');
+
+/**
+ * The job registry: records, their audit logs and every transition of contract §2. Reads need no
+ * lock (records are replaced atomically); every read-modify-write holds the registry lock.
+ */
+export class Registry {
+  readonly paths: RegistryPaths;
+  readonly audit: AuditLog;
+
+  constructor(
+    dirs: { registryDir: string; logDir: string },
+    private readonly warn: Warn = warnOnStderr,
+  ) {
+    this.paths = new RegistryPaths(dirs.registryDir, dirs.logDir);
+    this.audit = new AuditLog(this.paths);
+  }
+
+  read(jobId: string): JobRecord {
+    return readRecord(this.paths.record(jobId), jobId);
+  }
+
+  exists(jobId: string): boolean {
+    return existsSync(this.paths.record(jobId));
+  }
+
+  /** Every readable record in registration order; corrupt ones are reported, not fatal. */
+  list(): { records: JobRecord[]; corrupt: CorruptRecord[] } {
+    const records: JobRecord[] = [];
+    const corrupt: CorruptRecord[] = [];
+    for (const id of listRecordIds(this.paths.registryDir)) {
+      try {
+        records.push(this.read(id));
+      } catch (err) {
+        if (err instanceof CorruptRecord) corrupt.push(err);
+        else if (!(err instanceof NoSuchJob)) throw err;
+      }
+    }
+    records.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.job_id < b.job_id ? -1 : 1));
+    return { records, corrupt };
+  }
+
+  withLock<T>(fn: () => Promise<T> | T): Promise<T> {
+    return withRegistryLock(this.paths.registryDir, this.paths.lock, fn);
+  }
+
+  async register(input: RegisterInput): Promise<JobRecord> {
+    return this.withLock(async () => {
+      const jobId = input.jobId === undefined ? this.freshJobId() : assertJobId(input.jobId);
+      if (this.exists(jobId)) throw new MamError(`job ${jobId} already exists`);
+      for (const dep of input.dependsOn) if (!this.exists(assertJobId(dep))) throw new NoSuchJob(dep);
+      const now = new Date().toISOString();
+      const record: JobRecord = {
+        job_id: jobId,
+        status: 'pending',
+        created_at: now,
+        updated_at: now,
+        agent_session: input.agentSession ?? null,
+        brief: input.brief,
+        last_seq: 0,
+        auth_token: newAuthToken(),
+        dispatch_token: newDispatchToken(),
+        attempt_id: 1,
+        transition_seq: 0,
+        heartbeat_sec: input.heartbeatSec,
+        heartbeat_misses: input.heartbeatMisses,
+        ack_timeout_sec: input.ackTimeoutSec,
+        idle_timeout_sec: input.idleTimeoutSec ?? input.heartbeatMisses * input.heartbeatSec,
+        timeout_sec: input.timeoutSec,
+        transport: input.transport,
+        depends_on: [...new Set(input.dependsOn)],
+        detail: null,
+      };
+      // Index first: a crash between the two leaves an index that counts one record too many,
+      // which the next pick notices and rebuilds.
+      const index = await this.loadIndex();
+      await writePickIndex(this.paths.pickIndex, { ...withRecord(index, record), records: index.records + 1 });
+      await writeRecord(this.paths.record(jobId), record);
+      await this.audit.writeMeta(record);
+      await this.audit.writeStatus(record);
+      this.audit.append(jobId, { type: 'registered', attempt_id: 1, transition_seq: 0 });
+      return record;
+    });
+  }
+
+  /** Claims the oldest pickable pending job for `agentSession` (contract §1). */
+  async pick(agentSession: string): Promise<JobRecord> {
+    return this.withLock(async () => {
+      const index = await this.loadIndex();
+      const keep: PickIndex['pending'] = [];
+      let claimed: JobRecord | undefined;
+      for (const entry of index.pending) {
+        if (claimed) {
+          keep.push(entry);
+          continue;
+        }
+        let record: JobRecord;
+        try {
+          record = this.read(entry.job_id);
+        } catch (err) {
+          if (err instanceof NoSuchJob) continue;
+          if (err instanceof CorruptRecord) this.warn(`${err.message}; skipped`);
+          else throw err;
+          keep.push(entry);
+          continue;
+        }
+        if (record.status !== 'pending') continue;
+        keep.push(entry);
+        if (record.agent_session !== null && record.agent_session !== agentSession) continue;
+        if (!this.dependenciesDone(record)) continue;
+        claimed = (await this.commit(record, { kind: 'pick', agentSession }, 'pick')).record;
+        keep.pop();
+      }
+      if (keep.length !== index.pending.length) await writePickIndex(this.paths.pickIndex, { ...index, pending: keep });
+      if (!claimed) throw new NothingPickable(agentSession);
+      return claimed;
+    });
+  }
+
+  close(jobId: string, request: CloseRequest): Promise<Commit> {
+    return this.update(jobId, { kind: 'close', request }, 'operator');
+  }
+
+  redispatch(jobId: string): Promise<Commit> {
+    return this.update(jobId, { kind: 'redispatch', dispatchToken: newDispatchToken() }, 'operator');
+  }
+
+  /**
+   * One compare-and-set under the lock: read, plan, check, write record + status + audit. A refusal
+   * is audited and thrown as TransitionRefused (exit 5) before anything else is written.
+   */
+  update(jobId: string, request: TransitionRequest, source: string, hooks: CommitHooks = {}): Promise<Commit> {
+    assertJobId(jobId);
+    return this.withLock(async () => {
+      const record = this.read(jobId);
+      return this.commit(record, request, source, hooks);
+    });
+  }
+
+  private async commit(record: JobRecord, request: TransitionRequest, source: string, hooks: CommitHooks = {}): Promise<Commit> {
+    const jobId = record.job_id;
+    const plan = planTransition(record, request, new Date().toISOString());
+    const reason = plan.outcome === 'refused' ? plan.reason : hooks.check?.(record);
+    if (plan.outcome === 'refused' || reason !== undefined) {
+      this.audit.append(jobId, { type: 'refused', source, request: describe(request), reason, status: record.status, attempt_id: record.attempt_id });
+      throw new TransitionRefused(jobId, reason!);
+    }
+    const next = plan.next;
+    // A pick maintains the index itself, once, for every entry it walked.
+    const pendingChanged = request.kind !== 'pick' && (record.status === 'pending') !== (next.status === 'pending');
+    if (pendingChanged && next.status === 'pending') await this.updateIndex(next);
+    await writeRecord(this.paths.record(jobId), next);
+    if (pendingChanged && next.status !== 'pending') await this.updateIndex(next);
+    await this.audit.writeStatus(next);
+    if (next.transition_seq !== record.transition_seq) {
+      this.audit.append(jobId, {
+        type: request.kind === 'redispatch' ? 'redispatched' : 'status_changed',
+        source,
+        from: record.status,
+        to: next.status,
+        transition_seq: next.transition_seq,
+        attempt_id: next.attempt_id,
+        ...(next.detail !== null && next.detail !== record.detail ? { detail: next.detail } : {}),
+      });
+    }
+    for (const entry of hooks.audit?.(next, plan.seq) ?? []) this.audit.append(jobId, entry);
+    return { record: next, previous: record, seq: plan.seq };
+  }
+
+  private dependenciesDone(record: JobRecord): boolean {
+    return record.depends_on.every((dep) => {
+      try {
+        return this.read(dep).status === 'completed';
+      } catch {
+        return false;
+      }
+    });
+  }
+
+  /** The pick index, rebuilt from the records when it is missing or counts other records than the folder holds. */
+  private async loadIndex(): Promise<PickIndex> {
+    const onDisk = listRecordIds(this.paths.registryDir);
+    const index = readPickIndex(this.paths.pickIndex);
+    if (index && index.records === onDisk.length) return index;
+    const rebuilt = buildPickIndex(this.list().records, onDisk.length);
+    await writePickIndex(this.paths.pickIndex, rebuilt);
+    return rebuilt;
+  }
+
+  private async updateIndex(record: JobRecord): Promise<void> {
+    await writePickIndex(this.paths.pickIndex, withRecord(await this.loadIndex(), record));
+  }
+
+  private freshJobId(): string {
+    for (;;) {
+      const id = randomBytes(4).toString('hex');
+      if (!this.exists(id)) return id;
+    }
+  }
+}
+
+function describe(request: TransitionRequest): string {
+  switch (request.kind) {
+    case 'event':
+    case 'mirror':
+      return `${request.kind}:${request.event}`;
+    case 'close':
+      return `close:${request.request}`;
+    default:
+      return request.kind;
+  }
+}
+
+export { isTerminalStatus };
