@@ -7,6 +7,6 @@ export default defineConfig({
     hookTimeout: 30_000,
     pool: 'forks',
     // Suites that need mosquitto/nats-server report what they skipped here (see test/helpers/brokers.ts).
-    globalSetup: [],
+    globalSetup: ['test/global-setup.ts'],
   },
 });

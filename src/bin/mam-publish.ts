@@ -1,4 +1,4 @@
-import { notYet } from '../cli/commands/not-yet.ts';
+import { publishCommand } from '../cli/commands/publish.ts';
 import { runStandalone } from '../cli/program.ts';
 
-await runStandalone('mam-publish', notYet('publish', 'record, sign and publish one lifecycle event'));
+await runStandalone('mam-publish', publishCommand);

@@ -4,10 +4,7 @@ import type { CommandSpec } from './program.ts';
 export const VERBS: Record<string, { summary: string; load: () => Promise<CommandSpec> }> = {
   register: { summary: 'create a pending job record', load: async () => (await import('./commands/register.ts')).registerCommand },
   pick: { summary: 'claim the oldest pickable job for an agent session', load: async () => (await import('./commands/pick.ts')).pickCommand },
-  publish: {
-    summary: 'record, sign and publish one lifecycle event',
-    load: async () => (await import('./commands/not-yet.ts')).notYet('publish', 'record, sign and publish one lifecycle event'),
-  },
+  publish: { summary: 'record, sign and publish one lifecycle event', load: async () => (await import('./commands/publish.ts')).publishCommand },
   subscribe: {
     summary: 'watch jobs; print accepted events; exit with the outcome',
     load: async () => (await import('./commands/not-yet.ts')).notYet('subscribe', 'watch jobs and exit with their outcome'),

@@ -1,0 +1,47 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { BrokerTarget } from '../mqtt/broker-target.ts';
+import { newClientId } from '../mqtt/broker-target.ts';
+import { BrokerRefusedConnection, OneShotSession, type OutgoingMessage } from '../mqtt/one-shot-publish.ts';
+
+/** Contract §3: the delay before try n+1 is min(0.5 × 2^(n−1), 8) s. */
+export function retryDelayMs(failedTries: number): number {
+  return Math.min(500 * 2 ** (failedTries - 1), 8_000);
+}
+
+export interface DeliveryOptions {
+  attempts: number;
+  /** A session already connecting (opened while the registry work ran), used for the first try. */
+  firstSession?: { session: OneShotSession; connected: Promise<void> } | undefined;
+  onRetry?: (failedTries: number, err: Error) => void;
+}
+
+/** Opens a session and starts its handshake; the handshake's failure is held until awaited. */
+export function openSession(target: BrokerTarget, role: string): { session: OneShotSession; connected: Promise<void> } {
+  const session = new OneShotSession(target, newClientId(target, role));
+  const connected = session.connect();
+  connected.catch(() => undefined); // awaited later; never an unhandled rejection
+  return { session, connected };
+}
+
+/**
+ * Delivers `messages` in order on one connection, trying up to `attempts` times on socket errors.
+ * A refused CONNACK is final at once: credentials do not get better by retrying.
+ */
+export async function deliver(target: BrokerTarget, messages: OutgoingMessage[], options: DeliveryOptions): Promise<void> {
+  let opened = options.firstSession;
+  for (let tryNo = 1; ; tryNo++) {
+    const { session, connected } = opened ?? openSession(target, 'pub');
+    opened = undefined;
+    try {
+      await connected;
+      await session.publish(messages);
+      await session.end();
+      return;
+    } catch (err) {
+      session.destroy();
+      if (err instanceof BrokerRefusedConnection || tryNo >= options.attempts) throw err;
+      options.onRetry?.(tryNo, err as Error);
+      await sleep(retryDelayMs(tryNo));
+    }
+  }
+}

@@ -1,0 +1,108 @@
+import type { MamConfig } from '../config/config.ts';
+import { MamError } from '../errors.ts';
+import { resolveBrokerTarget } from '../mqtt/broker-target.ts';
+import type { JobRecord } from '../registry/job-record.ts';
+import type { CommitHooks, Registry } from '../registry/registry.ts';
+import type { LifecycleEvent } from '../registry/transitions.ts';
+import { wireJson } from '../wire/canonical-json.ts';
+import { type UnsignedEventPayload, type UnsignedStatePayload, buildEventPayload, buildStatePayload, isTerminalEvent } from '../wire/payloads.ts';
+import { scrubDetail } from '../wire/scrub.ts';
+import { type Signed, signPayload } from '../wire/signature.ts';
+import { eventsTopic, stateTopic } from '../wire/topics.ts';
+import { deliver, openSession } from './deliver.ts';
+
+export interface PublishRequest {
+  jobId: string;
+  event: LifecycleEvent;
+  detail?: string | undefined;
+  /** The caller's `--data`, already parsed by `parseUserData`. */
+  data?: Record<string, unknown> | undefined;
+  /** Tries in total (contract default 3). */
+  attempts: number;
+  expectDispatchToken?: string | undefined;
+  expectAttemptId?: number | undefined;
+  /** Who asks: `agent` (mam-publish) or `heartbeat` (the timer). */
+  source?: string | undefined;
+  /** Extra refusal check under the registry lock (the heartbeat barrier of contract §5). */
+  check?: CommitHooks['check'];
+}
+
+export interface PublishResult {
+  record: JobRecord;
+  seq: number;
+  event: Signed<UnsignedEventPayload>;
+  state: Signed<UnsignedStatePayload>;
+}
+
+/** Exit 2: the event is on disk, but the broker did not acknowledge it. */
+export class NotDelivered extends MamError {
+  constructor(
+    readonly result: PublishResult,
+    cause: Error,
+  ) {
+    super(`job ${result.record.job_id} seq ${result.seq}: recorded on disk but not delivered (${cause.message})`, 2);
+  }
+}
+
+/** The secrets that must never appear in a detail (contract §3). */
+export function detailSecrets(config: MamConfig, record: Pick<JobRecord, 'auth_token'>): string[] {
+  return [config.broker.password, config.dispatchSecret, record.auth_token].filter((s): s is string => !!s);
+}
+
+/** Signed event + signed retained state for one committed seq. */
+export function signedPair(record: JobRecord, seq: number, event: string, detail: string, data: Record<string, unknown> | undefined) {
+  const common = { jobId: record.job_id, seq, detail, data, dispatchToken: record.dispatch_token, attemptId: record.attempt_id, now: new Date() };
+  const eventPayload = signPayload(buildEventPayload({ ...common, event: event as LifecycleEvent }), record.auth_token);
+  const statePayload = signPayload(buildStatePayload({ ...common, data: undefined, status: record.status, lastEvent: event }), record.auth_token);
+  return { eventPayload, statePayload };
+}
+
+/**
+ * `mam-publish` (contract §3): under the registry lock, check the transition, take `last_seq + 1`,
+ * update status and append the signed payload to the audit log; then deliver event + retained
+ * state on a fresh connection. The connection is opened first, so its handshake overlaps the disk
+ * work; a refusal closes it unused.
+ */
+export async function publishEvent(config: MamConfig, registry: Registry, req: PublishRequest): Promise<PublishResult> {
+  const before = registry.read(req.jobId);
+  const target = resolveBrokerTarget(config.broker, before);
+  const first = openSession(target, 'pub');
+  let signed: ReturnType<typeof signedPair> | undefined;
+  let commit;
+  try {
+    commit = await registry.update(
+      req.jobId,
+      { kind: 'event', event: req.event, dispatchToken: req.expectDispatchToken, attemptId: req.expectAttemptId },
+      req.source ?? 'agent',
+      {
+        check: req.check,
+        audit: (next, seq) => {
+          const rawDetail = req.detail ?? `Job ${next.job_id} ${req.event}`;
+          const detail = scrubDetail(rawDetail, { workspaceRoot: config.root, secrets: detailSecrets(config, next) });
+          signed = signedPair(next, seq!, req.event, detail, req.data);
+          return [{ type: 'published', seq, event: req.event, payload: JSON.parse(wireJson(signed.eventPayload)) }];
+        },
+      },
+    );
+  } catch (err) {
+    first.session.destroy();
+    throw err;
+  }
+  const { record, seq } = commit;
+  const result: PublishResult = { record, seq: seq!, event: signed!.eventPayload, state: signed!.statePayload };
+  const terminal = isTerminalEvent(req.event);
+  try {
+    await deliver(
+      target,
+      [
+        { topic: eventsTopic(config.topicRoot, record.job_id), payload: wireJson(signed!.eventPayload), retain: terminal },
+        { topic: stateTopic(config.topicRoot, record.job_id), payload: wireJson(signed!.statePayload), retain: true },
+      ],
+      { attempts: req.attempts, firstSession: first },
+    );
+  } catch (err) {
+    registry.audit.append(record.job_id, { type: 'publish_failed', seq, event: req.event, attempts: req.attempts, reason: (err as Error).message });
+    throw new NotDelivered(result, err as Error);
+  }
+  return result;
+}
