@@ -22,8 +22,12 @@ export const closeCommand: CommandSpec = {
       .option('--json', 'print the record as JSON (the default)'),
   async run(raw) {
     const opts = parseOptions(closeOptions, raw);
-    const { registry } = loadContext(opts);
+    const { config, registry } = loadContext(opts);
     const { record } = await registry.close(opts.job, opts.request);
     printJson(publicView(record));
+    // The close is committed; telling watchers over the broker is best effort (contract §1).
+    const { publishCloseState } = await import('../../core/publisher/close-state.ts');
+    const failure = await publishCloseState(config, record, opts.request);
+    if (failure) process.stderr.write(`warning: job ${record.job_id} closed, but watchers were not told over the broker (${failure.message})\n`);
   },
 };

@@ -1,0 +1,56 @@
+import type { MamConfig } from '../config/config.ts';
+import { MamError } from '../errors.ts';
+import { resolveBrokerTarget } from '../mqtt/broker-target.ts';
+import type { JobRecord } from '../registry/job-record.ts';
+import { wireJson } from '../wire/canonical-json.ts';
+import { buildStatePayload } from '../wire/payloads.ts';
+import { signPayload } from '../wire/signature.ts';
+import { stateTopic } from '../wire/topics.ts';
+import { openSession } from './deliver.ts';
+
+/** "One try, a few seconds" (contract §1): the close is already committed; this only informs watchers. */
+export const CLOSE_NOTICE_BUDGET_MS = 3_000;
+
+/**
+ * The signed retained state that tells watchers an operator closed the job: `seq` = the record's
+ * `last_seq` (at least 1, the smallest seq the schema admits, for a job that never published),
+ * `last_event` = the request.
+ */
+export function closeStatePayload(record: JobRecord, request: string) {
+  const unsigned = buildStatePayload({
+    jobId: record.job_id,
+    seq: Math.max(record.last_seq, 1),
+    status: record.status,
+    lastEvent: request,
+    detail: `Job ${record.job_id} ${request}`,
+    dispatchToken: record.dispatch_token,
+    attemptId: record.attempt_id,
+  });
+  return signPayload(unsigned, record.auth_token);
+}
+
+/** Publishes the close notice once; resolves with the failure instead of throwing it. */
+export async function publishCloseState(config: MamConfig, record: JobRecord, request: string): Promise<Error | undefined> {
+  const target = resolveBrokerTarget(config.broker, record);
+  const { session, connected } = openSession(target, 'close');
+  let timer: NodeJS.Timeout | undefined;
+  const budget = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new MamError(`no acknowledgement within ${CLOSE_NOTICE_BUDGET_MS / 1000} s`)), CLOSE_NOTICE_BUDGET_MS);
+  });
+  try {
+    await Promise.race([
+      (async () => {
+        await connected;
+        await session.publish([{ topic: stateTopic(config.topicRoot, record.job_id), payload: wireJson(closeStatePayload(record, request)), retain: true }]);
+        await session.end();
+      })(),
+      budget,
+    ]);
+    return undefined;
+  } catch (err) {
+    session.destroy();
+    return err as Error;
+  } finally {
+    clearTimeout(timer);
+  }
+}

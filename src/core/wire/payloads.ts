@@ -1,0 +1,200 @@
+import { isLosslessNumber } from 'lossless-json';
+import { z } from 'zod';
+import { UsageError } from '../errors.ts';
+import { isPlainObject, normalizeForSigning, parseWireJson, wireJson } from './canonical-json.ts';
+import { WireEncodeError, WireParseError } from './wire-errors.ts';
+
+/** Contract §1: `--data` is an object of at most 64 KiB, measured as sent (compact, ASCII-escaped). */
+export const MAX_DATA_BYTES = 64 * 1024;
+
+/**
+ * Receivers drop anything longer before parsing it. Our largest payload is 64 KiB of data plus a
+ * detail (one argv string, at most 128 KiB on Linux) plus a few hundred bytes of envelope.
+ */
+export const MAX_WIRE_BYTES = 256 * 1024;
+
+export const EVENT_NAMES = ['started', 'progress', 'permission_required', 'completed', 'error'] as const;
+export type EventName = (typeof EVENT_NAMES)[number];
+
+export const TERMINAL_EVENTS = ['completed', 'error'] as const;
+export type TerminalEvent = (typeof TERMINAL_EVENTS)[number];
+
+export function isTerminalEvent(event: string): event is TerminalEvent {
+  return (TERMINAL_EVENTS as readonly string[]).includes(event);
+}
+
+export const JOB_STATUSES = ['pending', 'running', 'completed', 'error', 'cancelled'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+/** Keys of `data` that the publisher owns; `--data` may not set them. */
+export const RESERVED_DATA_KEYS = ['hmac_sig', 'dispatch_token', 'attempt_id'] as const;
+
+/**
+ * Schemas run on what `parseWireJson` returns, where numbers are `LosslessNumber`s. The integer
+ * fields accept one whose lexeme is an integer and hand zod a plain number; `7.0` stays refused, as
+ * Python's `isinstance(x, int)` would refuse it. Everything else (the rest of `data`) passes through
+ * untouched, so keep verifying the parsed value itself, not the schema's output.
+ */
+const fromLexeme = (value: unknown): unknown =>
+  isLosslessNumber(value) && /^-?\d+$/.test(value.value) ? Number(value.value) : value;
+const positiveInt = z.preprocess(fromLexeme, z.int().min(1));
+
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
+
+const signedData = z.looseObject({
+  hmac_sig: z.string().regex(/^[0-9a-f]{64}$/, 'expected 64 lowercase hex digits'),
+  dispatch_token: z.string(),
+  attempt_id: positiveInt,
+});
+
+const envelope = {
+  schema_version: z.preprocess(fromLexeme, z.literal(1)),
+  seq: positiveInt,
+  job_id: z.string().regex(/^[0-9a-f]{8}$/, 'expected 8 lowercase hex digits'),
+  timestamp: z.string().regex(TIMESTAMP, 'expected YYYY-MM-DDTHH:MM:SSZ'),
+  detail: z.string(),
+  data: signedData,
+};
+
+/** Unknown keys are kept at both levels: receivers accept what a newer sender adds. */
+export const eventPayloadSchema = z.looseObject({ ...envelope, event: z.enum(EVENT_NAMES) });
+export const statePayloadSchema = z.looseObject({
+  ...envelope,
+  event: z.literal('state'),
+  status: z.enum(JOB_STATUSES),
+  last_event: z.string(),
+});
+export type EventPayload = z.output<typeof eventPayloadSchema>;
+export type StatePayload = z.output<typeof statePayloadSchema>;
+
+export interface PayloadData {
+  dispatch_token: string;
+  attempt_id: number;
+  [key: string]: unknown;
+}
+
+export interface UnsignedEventPayload {
+  schema_version: 1;
+  seq: number;
+  job_id: string;
+  event: EventName;
+  timestamp: string;
+  detail: string;
+  data: PayloadData;
+}
+
+export interface UnsignedStatePayload {
+  schema_version: 1;
+  seq: number;
+  job_id: string;
+  event: 'state';
+  timestamp: string;
+  status: JobStatus;
+  last_event: string;
+  detail: string;
+  data: PayloadData;
+}
+
+interface CommonInput {
+  jobId: string;
+  seq: number;
+  detail: string;
+  /** The caller's `--data` keys (from `parseUserData`); they follow the publisher's own keys. */
+  data?: Record<string, unknown> | undefined;
+  dispatchToken: string;
+  attemptId: number;
+  now?: Date | undefined;
+}
+
+export interface EventPayloadInput extends CommonInput {
+  event: EventName;
+}
+
+export interface StatePayloadInput extends CommonInput {
+  status: JobStatus;
+  lastEvent: string;
+}
+
+/** Key order is the Python toolkit's; receivers do not care, but diffs and logs read alike. */
+export function buildEventPayload(input: EventPayloadInput): UnsignedEventPayload {
+  return {
+    schema_version: 1,
+    seq: input.seq,
+    job_id: input.jobId,
+    event: input.event,
+    timestamp: wireTimestamp(input.now ?? new Date()),
+    detail: input.detail,
+    data: buildData(input),
+  };
+}
+
+export function buildStatePayload(input: StatePayloadInput): UnsignedStatePayload {
+  return {
+    schema_version: 1,
+    seq: input.seq,
+    job_id: input.jobId,
+    event: 'state',
+    timestamp: wireTimestamp(input.now ?? new Date()),
+    status: input.status,
+    last_event: input.lastEvent,
+    detail: input.detail,
+    data: buildData(input),
+  };
+}
+
+function buildData(input: CommonInput): PayloadData {
+  const extra = input.data ?? {};
+  const clash = RESERVED_DATA_KEYS.find((key) => Object.hasOwn(extra, key));
+  if (clash !== undefined) throw new WireEncodeError(`data.${clash} is set by the publisher`);
+  return { dispatch_token: input.dispatchToken, attempt_id: input.attemptId, ...extra };
+}
+
+/** `YYYY-MM-DDTHH:MM:SSZ` in UTC, milliseconds dropped (truncated, as Python's strftime does). */
+export function wireTimestamp(now: Date): string {
+  return `${now.toISOString().slice(0, 19)}Z`;
+}
+
+/**
+ * The `--data` flag: a JSON object of at most `MAX_DATA_BYTES` as sent, none of the reserved keys,
+ * numbers re-spelled the way Python writes them. Every refusal is a one-line `UsageError`.
+ */
+export function parseUserData(text: string): Record<string, unknown> {
+  // Parse cost stays bounded whatever the caller pipes in; whitespace may make the text longer than sent.
+  if (Buffer.byteLength(text, 'utf8') > 4 * MAX_DATA_BYTES) {
+    throw new UsageError(`--data: larger than ${MAX_DATA_BYTES} bytes`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = parseWireJson(text);
+  } catch (err) {
+    throw new UsageError(`--data: not valid JSON (${reasonOf(err)})`);
+  }
+  if (!isPlainObject(parsed)) throw new UsageError(`--data: must be a JSON object, got ${describe(parsed)}`);
+  const clash = RESERVED_DATA_KEYS.find((key) => Object.hasOwn(parsed, key));
+  if (clash !== undefined) throw new UsageError(`--data: the key "${clash}" is reserved (set by mam-publish)`);
+  let data: Record<string, unknown>;
+  let sent: string;
+  try {
+    data = normalizeForSigning(parsed) as Record<string, unknown>;
+    sent = wireJson(data);
+  } catch (err) {
+    throw new UsageError(`--data: ${reasonOf(err)}`);
+  }
+  // wireJson writes ASCII only, so its length is its size in bytes.
+  if (sent.length > MAX_DATA_BYTES) {
+    throw new UsageError(`--data: ${sent.length} bytes as sent, over the limit of ${MAX_DATA_BYTES}`);
+  }
+  return data;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (isLosslessNumber(value)) return 'a number';
+  return `a ${typeof value}`;
+}
+
+function reasonOf(err: unknown): string {
+  const why = err instanceof WireParseError || err instanceof WireEncodeError ? err.reason : String(err);
+  return why.replace(/\s+/g, ' ').trim();
+}

@@ -1,0 +1,50 @@
+/**
+ * Contract §3: per job `<root>/<job_id>/events`, `…/state` (retained) and `…/dispatch` (retained,
+ * remote only). The root comes validated from config (`topicRoot`: no wildcards, no empty level).
+ */
+export const TOPIC_KINDS = ['events', 'state', 'dispatch'] as const;
+export type TopicKind = (typeof TOPIC_KINDS)[number];
+
+export function eventsTopic(root: string, jobId: string): string {
+  return `${root}/${jobId}/events`;
+}
+
+export function stateTopic(root: string, jobId: string): string {
+  return `${root}/${jobId}/state`;
+}
+
+export function dispatchTopic(root: string, jobId: string): string {
+  return `${root}/${jobId}/dispatch`;
+}
+
+/** `--all` and `mam-remote run` subscribe one level wildcard per kind. */
+export function allEventsTopic(root: string): string {
+  return `${root}/+/events`;
+}
+
+export function allStateTopic(root: string): string {
+  return `${root}/+/state`;
+}
+
+export function allDispatchTopic(root: string): string {
+  return `${root}/+/dispatch`;
+}
+
+export interface ParsedTopic {
+  jobId: string;
+  kind: TopicKind;
+}
+
+/**
+ * Which job and kind a received topic names, or undefined for anything else. Receivers check the
+ * payload's `job_id` against this: a message is accepted only on its own job's topic (§4).
+ */
+export function parseTopic(root: string, topic: string): ParsedTopic | undefined {
+  if (!topic.startsWith(`${root}/`)) return undefined;
+  const levels = topic.slice(root.length + 1).split('/');
+  if (levels.length !== 2) return undefined;
+  const [jobId = '', kind = ''] = levels;
+  if (jobId === '' || /[+#]/.test(jobId)) return undefined;
+  if (!(TOPIC_KINDS as readonly string[]).includes(kind)) return undefined;
+  return { jobId, kind: kind as TopicKind };
+}

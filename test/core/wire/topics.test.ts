@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import {
+  allDispatchTopic,
+  allEventsTopic,
+  allStateTopic,
+  dispatchTopic,
+  eventsTopic,
+  parseTopic,
+  stateTopic,
+} from '../../../src/core/wire/topics.ts';
+
+const root = 'python/mqtt/jobs';
+
+describe('topics', () => {
+  it('name the three per-job topics and their wildcards', () => {
+    expect(eventsTopic(root, '918b0612')).toBe('python/mqtt/jobs/918b0612/events');
+    expect(stateTopic(root, '918b0612')).toBe('python/mqtt/jobs/918b0612/state');
+    expect(dispatchTopic(root, '918b0612')).toBe('python/mqtt/jobs/918b0612/dispatch');
+    expect(allEventsTopic(root)).toBe('python/mqtt/jobs/+/events');
+    expect(allStateTopic(root)).toBe('python/mqtt/jobs/+/state');
+    expect(allDispatchTopic(root)).toBe('python/mqtt/jobs/+/dispatch');
+  });
+
+  it('parse a topic back into job and kind', () => {
+    expect(parseTopic(root, eventsTopic(root, '918b0612'))).toEqual({ jobId: '918b0612', kind: 'events' });
+    expect(parseTopic(root, stateTopic(root, 'abc'))).toEqual({ jobId: 'abc', kind: 'state' });
+    expect(parseTopic(root, dispatchTopic(root, 'abc'))).toEqual({ jobId: 'abc', kind: 'dispatch' });
+    expect(parseTopic('a', 'a/x/events')).toEqual({ jobId: 'x', kind: 'events' });
+  });
+
+  it.each([
+    'python/mqtt/jobs/918b0612/other',
+    'python/mqtt/jobs/918b0612',
+    'python/mqtt/jobs//events',
+    'python/mqtt/jobs/+/events',
+    'python/mqtt/jobs/#/events',
+    'python/mqtt/jobs/a/b/events',
+    'python/mqtt/jobs/918b0612/events/',
+    'python/mqtt/jobsX/918b0612/events',
+    'other/root/918b0612/events',
+    'python/mqtt/jobs',
+    '',
+  ])('return undefined for %j', (topic) => {
+    expect(parseTopic(root, topic)).toBeUndefined();
+  });
+});
