@@ -1,0 +1,98 @@
+import { statSync } from 'node:fs';
+import { CorruptRecord, NoSuchJob } from '../errors.ts';
+import type { JobRecord } from '../registry/job-record.ts';
+import type { Registry } from '../registry/registry.ts';
+import { parseWireJson } from '../wire/canonical-json.ts';
+import { MAX_WIRE_BYTES, eventPayloadSchema, statePayloadSchema } from '../wire/payloads.ts';
+import { verifyPayload } from '../wire/signature.ts';
+import { parseTopic } from '../wire/topics.ts';
+import type { VerifiedMessage } from './verified-message.ts';
+
+/** Why a message was discarded; each is audited as `rejected` with this reason (contract §2, §4). */
+export type RejectReason = 'oversized' | 'topic' | 'json' | 'schema' | 'unknown_job' | 'corrupt_record' | 'hmac' | 'stale_attempt';
+
+export type Verdict =
+  | { ok: true; message: VerifiedMessage; record: JobRecord }
+  | { ok: false; reason: RejectReason; jobId?: string | undefined; seq?: number | undefined; detail?: string }
+  /** Not for us (another job under `--job`, an empty retained clear): dropped without a word. */
+  | { ok: false; reason: 'ignored' };
+
+interface CachedRecord {
+  record: JobRecord;
+  mtimeMs: number;
+  size: number;
+}
+
+/**
+ * Contract §4, "a message is accepted only if …", in order: size, topic, JSON, schema, the job
+ * named on its own topic, HMAC with the job's token from the registry, the current attempt. It
+ * never throws on input. Records are cached and re-read when their file changes, so a redispatch
+ * or a close is seen at the next message.
+ */
+export class MessageVerifier {
+  private readonly records = new Map<string, CachedRecord>();
+
+  constructor(
+    private readonly topicRoot: string,
+    private readonly registry: Registry,
+    private readonly watches: (jobId: string) => boolean,
+  ) {}
+
+  verify(topic: string, payload: Uint8Array, retained: boolean): Verdict {
+    const where = parseTopic(this.topicRoot, topic);
+    if (!where || where.kind === 'dispatch') return { ok: false, reason: 'topic', detail: topic };
+    const { jobId } = where;
+    if (!this.watches(jobId) || payload.length === 0) return { ok: false, reason: 'ignored' };
+    if (payload.length > MAX_WIRE_BYTES) return { ok: false, reason: 'oversized', jobId, detail: `${payload.length} bytes` };
+    let parsed: unknown;
+    try {
+      parsed = parseWireJson(payload);
+    } catch (err) {
+      return { ok: false, reason: 'json', jobId, detail: (err as Error).message };
+    }
+    const valid = where.kind === 'events' ? eventPayloadSchema.safeParse(parsed) : statePayloadSchema.safeParse(parsed);
+    if (!valid.success) {
+      const issue = valid.error.issues[0]!;
+      return { ok: false, reason: 'schema', jobId, detail: `${issue.path.join('.')}: ${issue.message}` };
+    }
+    const p = valid.data;
+    if (p.job_id !== jobId) return { ok: false, reason: 'topic', jobId, seq: p.seq, detail: `payload names job ${p.job_id}` };
+    let record: JobRecord;
+    try {
+      record = this.record(jobId);
+    } catch (err) {
+      if (err instanceof NoSuchJob) return { ok: false, reason: 'unknown_job', jobId, seq: p.seq };
+      return { ok: false, reason: 'corrupt_record', jobId, seq: p.seq, detail: (err as Error).message };
+    }
+    if (!verifyPayload(parsed, record.auth_token)) return { ok: false, reason: 'hmac', jobId, seq: p.seq };
+    // Signed with this job's token, so from one of its attempts: only the current one counts; an
+    // earlier attempt's retained terminal event or state must never be taken as the outcome.
+    if (p.data.attempt_id !== record.attempt_id || p.data.dispatch_token !== record.dispatch_token) {
+      return { ok: false, reason: 'stale_attempt', jobId, seq: p.seq, detail: `attempt ${p.data.attempt_id}, current ${record.attempt_id}` };
+    }
+    const message: VerifiedMessage =
+      p.event === 'state'
+        ? { kind: 'state', jobId, seq: p.seq, status: p.status, lastEvent: p.last_event, payload: parsed, retained }
+        : { kind: 'event', jobId, seq: p.seq, event: p.event, payload: parsed };
+    return { ok: true, message, record };
+  }
+
+  /** The job's record, re-read only when its file changed (a stat per message, not a parse). */
+  record(jobId: string): JobRecord {
+    const file = this.registry.paths.record(jobId);
+    let stat;
+    try {
+      stat = statSync(file);
+    } catch {
+      this.records.delete(jobId);
+      throw new NoSuchJob(jobId);
+    }
+    const cached = this.records.get(jobId);
+    if (cached && cached.mtimeMs === stat.mtimeMs && cached.size === stat.size) return cached.record;
+    const record = this.registry.read(jobId);
+    this.records.set(jobId, { record, mtimeMs: stat.mtimeMs, size: stat.size });
+    return record;
+  }
+}
+
+export { CorruptRecord };

@@ -1,0 +1,50 @@
+/**
+ * What the subscriber's decision core receives. Parsing, schema, topic, HMAC and attempt checks
+ * (contract §4, "a message is accepted only if …") happen before a message gets here.
+ */
+export type JobStatus = 'pending' | 'running' | 'completed' | 'error' | 'cancelled';
+export type TerminalStatus = 'completed' | 'error' | 'cancelled';
+export type LifecycleEvent = 'started' | 'progress' | 'permission_required' | 'completed' | 'error';
+
+export interface VerifiedEvent {
+  kind: 'event';
+  jobId: string;
+  seq: number;
+  event: LifecycleEvent;
+  /** The payload as it should be printed. */
+  payload: unknown;
+}
+
+export interface VerifiedState {
+  kind: 'state';
+  jobId: string;
+  seq: number;
+  status: JobStatus;
+  lastEvent: string;
+  payload: unknown;
+  retained: boolean;
+}
+
+export type VerifiedMessage = VerifiedEvent | VerifiedState;
+
+/** One `--job` with its record's limits. A limit of 0 disables that clock. */
+export interface WatchedJob {
+  jobId: string;
+  timeoutSec: number;
+  idleTimeoutSec: number;
+  ackTimeoutSec: number;
+  /**
+   * The record's `last_seq` when the watch starts: the baseline for `seq_gap`. Without it the first
+   * accepted event sets the baseline, since a watch started mid-job cannot know what it missed.
+   */
+  lastSeq?: number;
+}
+
+export function isTerminalStatus(status: string): status is TerminalStatus {
+  return status === 'completed' || status === 'error' || status === 'cancelled';
+}
+
+/** The status that a terminal lifecycle event gives its job, or null for a non-terminal one. */
+export function terminalStatusOf(event: LifecycleEvent): TerminalStatus | null {
+  return event === 'completed' || event === 'error' ? event : null;
+}
