@@ -1,4 +1,4 @@
-import { notYet } from '../cli/commands/not-yet.ts';
+import { subscribeCommand } from '../cli/commands/subscribe.ts';
 import { runStandalone } from '../cli/program.ts';
 
-await runStandalone('mam-subscribe', notYet('subscribe', 'watch jobs and exit with their outcome'));
+await runStandalone('mam-subscribe', subscribeCommand);

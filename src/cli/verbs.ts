@@ -5,10 +5,7 @@ export const VERBS: Record<string, { summary: string; load: () => Promise<Comman
   register: { summary: 'create a pending job record', load: async () => (await import('./commands/register.ts')).registerCommand },
   pick: { summary: 'claim the oldest pickable job for an agent session', load: async () => (await import('./commands/pick.ts')).pickCommand },
   publish: { summary: 'record, sign and publish one lifecycle event', load: async () => (await import('./commands/publish.ts')).publishCommand },
-  subscribe: {
-    summary: 'watch jobs; print accepted events; exit with the outcome',
-    load: async () => (await import('./commands/not-yet.ts')).notYet('subscribe', 'watch jobs and exit with their outcome'),
-  },
+  subscribe: { summary: 'watch jobs; print accepted events; exit with the outcome', load: async () => (await import('./commands/subscribe.ts')).subscribeCommand },
   close: { summary: 'operator close of a job', load: async () => (await import('./commands/close.ts')).closeCommand },
   remote: {
     summary: 'dispatch a job to, or run jobs from, another host',

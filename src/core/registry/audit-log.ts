@@ -11,6 +11,7 @@ export type AuditType =
   | 'publish_failed'
   | 'rejected'
   | 'duplicate'
+  | 'ignored_after_terminal'
   | 'seq_gap'
   | 'refused'
   | 'reconnected'

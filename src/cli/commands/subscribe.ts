@@ -1,0 +1,66 @@
+import { z } from 'zod';
+import { UsageError } from '../../core/errors.ts';
+import { loadContext } from '../context.ts';
+import { jobIdFlag } from '../flags.ts';
+import { collect, parseOptions } from '../options.ts';
+import { type CommandSpec, registryOption } from '../program.ts';
+
+/** 0 turns a clock off, as `timeout 0` would. */
+const limitFlag = z
+  .string()
+  .regex(/^\d+(\.\d+)?$/, 'expected a number of seconds')
+  .transform(Number);
+
+const subscribeOptions = z.object({
+  job: z.array(jobIdFlag).default([]),
+  all: z.boolean().optional(),
+  timeout: limitFlag.optional(),
+  idleTimeout: limitFlag.optional(),
+  ackTimeout: limitFlag.optional(),
+  remote: z.boolean().optional(),
+  pretty: z.boolean().optional(),
+  registry: z.string().optional(),
+});
+
+/** SIGINT/SIGTERM end the watch through the state machine (monitor: 0; a job watch: 1). */
+function stopSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+}
+
+export const subscribeCommand: CommandSpec = {
+  name: 'subscribe',
+  summary: 'watch jobs; print accepted events as JSON lines; exit 0 completed, 1 error/cancelled, 2 timeout, 3 broker down',
+  configure: (cmd) =>
+    registryOption(cmd)
+      .option('--job <id>', 'job to watch (repeatable)', collect, [])
+      .option('--all', 'monitor every job under the topic root; never exits on a terminal')
+      .option('--timeout <sec>', "wall-clock budget (default the job's timeout_sec)")
+      .option('--idle-timeout <sec>', "silence allowed since the last event (default the job's idle_timeout_sec)")
+      .option('--ack-timeout <sec>', "extra allowance before the first event (default the job's ack_timeout_sec)")
+      .option('--remote', 'mirror started and terminal events into the local record')
+      .option('--pretty', 'a human line per event instead of JSON'),
+  async run(raw) {
+    const opts = parseOptions(subscribeOptions, raw);
+    if (opts.all && opts.job.length > 0) throw new UsageError('--all and --job are exclusive');
+    if (!opts.all && opts.job.length === 0) throw new UsageError('--job <id> or --all is required');
+    const { config, registry } = loadContext(opts);
+    const [{ watch }, { createLogger }, output] = await Promise.all([
+      import('../../core/subscriber/subscriber.ts'),
+      import('../../core/log.ts'),
+      import('../../core/subscriber/output.ts'),
+    ]);
+    return watch(config, registry, {
+      jobIds: [...new Set(opts.job)],
+      all: opts.all ?? false,
+      flags: { timeoutSec: opts.timeout, idleTimeoutSec: opts.idleTimeout, ackTimeoutSec: opts.ackTimeout },
+      remote: opts.remote ?? false,
+      write: (text) => process.stdout.write(text),
+      format: opts.pretty ? output.prettyLine : output.jsonLine,
+      log: createLogger('mam-subscribe', config.logLevel),
+      stopSignal: stopSignal(),
+    });
+  },
+};

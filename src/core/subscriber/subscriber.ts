@@ -1,0 +1,319 @@
+import { connect, type IClientOptions, type MqttClient } from 'mqtt';
+import type { MamConfig } from '../config/config.ts';
+import { ExitCode, MamError, TransitionRefused } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import { type BrokerTarget, describeTarget, newClientId, resolveBrokerTarget, toMqttJsOptions } from '../mqtt/broker-target.ts';
+import { OneShotSession } from '../mqtt/one-shot-publish.ts';
+import { type JobRecord, isTerminalStatus } from '../registry/job-record.ts';
+import type { Registry } from '../registry/registry.ts';
+import { allEventsTopic, allStateTopic, eventsTopic, stateTopic } from '../wire/topics.ts';
+import { systemMonotonicClock } from './clock.ts';
+import { closedByOperator, diskResolutionPayload, stateFromRecord } from './disk-fallback.ts';
+import { MessageVerifier } from './message-verifier.ts';
+import type { TerminalStatus } from './verified-message.ts';
+import type { WatchAction } from './watch-actions.ts';
+import { type WatchTimeoutFlags, WatchState } from './watch-state.ts';
+
+export interface SubscribeOptions {
+  jobIds: string[];
+  /** `--all`: monitor every job under the topic root. */
+  all: boolean;
+  flags: WatchTimeoutFlags;
+  /** `--remote`: mirror accepted `started` and terminal events into the local record. */
+  remote: boolean;
+  write: (text: string) => void;
+  format: (payload: unknown) => string;
+  log: Logger;
+  /** Resolves when SIGINT/SIGTERM asks the watch to end. */
+  stopSignal?: Promise<void> | undefined;
+  /** Called once the broker acknowledged the subscriptions (after the `SUBSCRIBED` line). */
+  onSubscribed?: () => void;
+}
+
+/** How often the registry is looked at for operator closes while watching (contract §4: "within seconds"). */
+const REGISTRY_POLL_MS = 1_000;
+/** Messages verified per turn of the event loop, so timers and the socket are served during a flood. */
+const DRAIN_BATCH = 256;
+const RECONNECT_MIN_MS = 500;
+const RECONNECT_MAX_MS = 8_000;
+
+interface Inbound {
+  topic: string;
+  payload: Buffer;
+  retain: boolean;
+}
+
+/**
+ * `mam-subscribe` (contract §4): the MQTT adapter around `WatchState`. Messages are queued on the
+ * network callback and verified later, in batches; the state machine decides, this class performs
+ * its actions (print, audit, mirror, exit). Resolves with the exit code.
+ */
+export class Subscriber {
+  private readonly state: WatchState;
+  private readonly verifier: MessageVerifier;
+  private readonly target: BrokerTarget;
+  private readonly clientId: string;
+  private client: MqttClient | undefined;
+  private readonly inbox: Inbound[] = [];
+  private draining = false;
+  private deadlineTimer: NodeJS.Timeout | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private subscribedOnce = false;
+  private everConnected = false;
+  private finish!: (code: number) => void;
+  private readonly done: Promise<number>;
+  private finished = false;
+
+  constructor(
+    private readonly config: MamConfig,
+    private readonly registry: Registry,
+    private readonly opts: SubscribeOptions,
+    records: JobRecord[],
+  ) {
+    this.state = new WatchState({
+      jobs: records.map((r) => ({
+        jobId: r.job_id,
+        timeoutSec: r.timeout_sec,
+        idleTimeoutSec: r.idle_timeout_sec,
+        ackTimeoutSec: r.ack_timeout_sec,
+        lastSeq: r.last_seq,
+      })),
+      monitor: opts.all,
+      now: systemMonotonicClock,
+      flags: opts.flags,
+    });
+    this.verifier = new MessageVerifier(config.topicRoot, registry, (jobId) => opts.all || this.state.isWatched(jobId));
+    // Several jobs may carry their own broker blocks; the first job's wins (documented in README).
+    this.target = resolveBrokerTarget(config.broker, records[0]);
+    this.clientId = newClientId(this.target, 'sub');
+    this.done = new Promise((resolve) => (this.finish = resolve));
+  }
+
+  async run(): Promise<number> {
+    // Disk fallback at start: a job already terminal in the registry needs no broker.
+    this.resolveTerminalFromDisk();
+    if (!this.finished) this.connect();
+    this.pollTimer = setInterval(() => this.pollRegistry(), REGISTRY_POLL_MS);
+    this.opts.stopSignal?.then(() => this.apply(this.state.stop()));
+    this.armDeadline();
+    const code = await this.done;
+    await this.shutdown();
+    return code;
+  }
+
+  private topics(): string[] {
+    const root = this.config.topicRoot;
+    if (this.opts.all) return [allEventsTopic(root), allStateTopic(root)];
+    return this.opts.jobIds.flatMap((id) => [eventsTopic(root, id), stateTopic(root, id)]);
+  }
+
+  private connect(): void {
+    const options: IClientOptions = {
+      ...toMqttJsOptions(this.target, this.clientId),
+      // The session is this process's own (unique client id): QoS 1 events published while the
+      // connection was cut are delivered after the reconnect. It is cleared on exit (shutdown).
+      clean: false,
+      reconnectPeriod: RECONNECT_MIN_MS,
+      resubscribe: false,
+    };
+    const client = connect(options);
+    this.client = client;
+    client.on('connect', (connack) => {
+      options.reconnectPeriod = RECONNECT_MIN_MS;
+      client.options.reconnectPeriod = RECONNECT_MIN_MS;
+      if (this.everConnected) this.auditAll({ type: 'reconnected', session_present: connack.sessionPresent });
+      this.everConnected = true;
+      this.apply(this.state.onConnected());
+      this.subscribe(client);
+    });
+    client.on('message', (topic, payload, packet) => {
+      this.inbox.push({ topic, payload, retain: packet.retain });
+      this.scheduleDrain();
+    });
+    client.on('offline', () => this.onConnectionLost());
+    client.on('close', () => this.onConnectionLost());
+    client.on('reconnect', () => {
+      // Back off: 0.5 s, 1 s, 2 s … 8 s between tries while the broker stays away.
+      client.options.reconnectPeriod = Math.min((client.options.reconnectPeriod ?? RECONNECT_MIN_MS) * 2, RECONNECT_MAX_MS);
+    });
+    client.on('error', (err: Error & { code?: number | string }) => {
+      // A refused CONNACK (bad credentials, not authorized) is final: one line, exit 3.
+      if (typeof err.code === 'number' && err.code >= 1 && err.code <= 5) {
+        const who = this.target.username ? `user ${this.target.username}` : 'anonymous';
+        process.stderr.write(`ERROR: broker ${describeTarget(this.target)} refused ${who}: ${err.message.replace(/^Connection refused: /, '')}\n`);
+        this.end(ExitCode.brokerDown);
+        return;
+      }
+      this.opts.log.debug({ err: err.message }, 'connection error');
+    });
+  }
+
+  private subscribe(client: MqttClient): void {
+    const topics = this.topics();
+    client.subscribe(topics, { qos: 1 }, (err, granted) => {
+      if (err) {
+        this.opts.log.warn({ err: err.message }, 'subscribe failed');
+        return;
+      }
+      const refused = (granted ?? []).filter((g) => g.qos === 128);
+      if (refused.length > 0) {
+        process.stderr.write(`ERROR: broker ${describeTarget(this.target)} refused the subscription to ${refused.map((g) => g.topic).join(', ')}\n`);
+        this.end(ExitCode.brokerDown);
+        return;
+      }
+      if (!this.subscribedOnce) {
+        this.subscribedOnce = true;
+        // Contract §4: always printed, whatever the log level; wrappers wait for it.
+        process.stderr.write(`SUBSCRIBED ${this.opts.all ? 'all' : this.opts.jobIds.join(',')} ${describeTarget(this.target)}\n`);
+        this.opts.onSubscribed?.();
+      }
+    });
+  }
+
+  private onConnectionLost(): void {
+    if (this.finished) return;
+    this.resolveTerminalFromDisk();
+    this.apply(this.state.onBrokerUnreachable());
+  }
+
+  private scheduleDrain(): void {
+    if (this.draining) return;
+    this.draining = true;
+    setImmediate(() => this.drain());
+  }
+
+  /** Verification runs here, never on the network callback. */
+  private drain(): void {
+    this.draining = false;
+    let n = 0;
+    while (n++ < DRAIN_BATCH && this.inbox.length > 0 && !this.finished) this.handle(this.inbox.shift()!);
+    if (this.inbox.length > 0 && !this.finished) this.scheduleDrain();
+  }
+
+  private handle(msg: Inbound): void {
+    const verdict = this.verifier.verify(msg.topic, msg.payload, msg.retain);
+    if (!verdict.ok) {
+      if (verdict.reason === 'ignored') return;
+      const entry = { type: 'rejected' as const, reason: verdict.reason, topic: msg.topic, seq: verdict.seq, detail: verdict.detail };
+      if (verdict.jobId && verdict.reason !== 'unknown_job' && this.registry.exists(verdict.jobId)) this.registry.audit.append(verdict.jobId, entry);
+      else this.opts.log.warn(entry, 'message rejected');
+      return;
+    }
+    const m = verdict.message;
+    if (this.opts.all) this.state.addJob(m.jobId);
+    this.apply(m.kind === 'event' ? this.state.onEvent(m) : this.state.onState(m));
+  }
+
+  private apply(actions: WatchAction[]): void {
+    for (const action of actions) {
+      if (this.finished) return;
+      switch (action.type) {
+        case 'print':
+          this.opts.write(this.opts.format(action.payload));
+          if (this.opts.remote && action.via === 'event') this.mirror(action.jobId, action.event, action.seq, action.payload);
+          break;
+        case 'audit':
+          if (this.registry.exists(action.jobId)) this.registry.audit.append(action.jobId, action.entry);
+          break;
+        case 'resolved':
+          break;
+        case 'exit':
+          this.opts.log.debug({ reason: action.reason, job: action.jobId }, 'watch ends');
+          if (action.reason === 'wall_timeout' || action.reason === 'idle_timeout') {
+            process.stderr.write(`job ${action.jobId}: ${action.reason === 'wall_timeout' ? 'wall-clock' : 'idle'} timeout\n`);
+          } else if (action.reason === 'broker_unreachable') {
+            process.stderr.write(`ERROR: broker ${describeTarget(this.target)} unreachable; unresolved: ${this.state.unresolvedJobIds.join(', ')}\n`);
+          }
+          this.end(action.code);
+          return;
+      }
+    }
+    this.armDeadline();
+  }
+
+  /** `--remote`: the agent's host has its own registry; ours learns `started` and the outcome from the wire. */
+  private mirror(jobId: string, event: string | null, seq: number | null, payload: unknown): void {
+    if (event !== 'started' && event !== 'completed' && event !== 'error') return;
+    const data = (payload as { data?: { dispatch_token?: string; attempt_id?: unknown } }).data;
+    const attemptId = typeof data?.attempt_id === 'object' || typeof data?.attempt_id === 'number' ? Number(String(data.attempt_id)) : undefined;
+    this.registry
+      .update(jobId, { kind: 'mirror', event, seq: seq ?? 0, dispatchToken: data?.dispatch_token, attemptId }, 'remote')
+      .catch((err) => {
+        if (!(err instanceof TransitionRefused)) this.opts.log.warn({ err: (err as Error).message, job: jobId }, 'mirror failed');
+      });
+  }
+
+  private resolveTerminalFromDisk(): void {
+    for (const jobId of this.state.unresolvedJobIds) {
+      let record: JobRecord;
+      try {
+        record = this.verifier.record(jobId);
+      } catch {
+        continue;
+      }
+      if (!isTerminalStatus(record.status)) continue;
+      this.apply(this.state.resolveFromDisk(jobId, record.status as TerminalStatus, diskResolutionPayload(this.registry, record)));
+    }
+  }
+
+  /** An operator's `mam-close` ends the watch within seconds, even if its notice never reached the broker. */
+  private pollRegistry(): void {
+    for (const jobId of this.state.unresolvedJobIds) {
+      let record: JobRecord;
+      try {
+        record = this.verifier.record(jobId);
+      } catch {
+        continue;
+      }
+      if (isTerminalStatus(record.status) && closedByOperator(record)) {
+        this.apply(this.state.onOperatorClose(jobId, record.status as TerminalStatus, stateFromRecord(record)));
+      }
+    }
+  }
+
+  private armDeadline(): void {
+    clearTimeout(this.deadlineTimer);
+    if (this.finished) return;
+    const at = this.state.nextDeadline;
+    if (at === null) return;
+    const delay = Math.max(0, at - systemMonotonicClock()) + 1;
+    this.deadlineTimer = setTimeout(() => this.apply(this.state.onTick()), delay);
+  }
+
+  private auditAll(entry: { type: 'reconnected'; session_present: boolean }): void {
+    for (const jobId of this.opts.all ? [] : this.opts.jobIds) if (this.registry.exists(jobId)) this.registry.audit.append(jobId, entry);
+  }
+
+  private end(code: number): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.finish(code);
+  }
+
+  /**
+   * Leaves no session behind: MQTT 3.1.1 has no session expiry, so a broker would keep this
+   * process's queue forever. A clean-session CONNECT with the same client id discards it.
+   */
+  private async shutdown(): Promise<void> {
+    clearTimeout(this.deadlineTimer);
+    clearInterval(this.pollTimer);
+    const client = this.client;
+    if (!client) return;
+    await new Promise<void>((resolve) => client.end(true, {}, () => resolve()));
+    if (!this.everConnected) return;
+    const cleaner = new OneShotSession(this.target, this.clientId);
+    try {
+      await Promise.race([cleaner.connect().then(() => cleaner.end()), new Promise((r) => setTimeout(r, 2_000))]);
+    } catch {
+      // Broker gone: nothing to clean, and nothing to wait for.
+    } finally {
+      cleaner.destroy();
+    }
+  }
+}
+
+export async function watch(config: MamConfig, registry: Registry, opts: SubscribeOptions): Promise<number> {
+  const records = opts.all ? [] : opts.jobIds.map((id) => registry.read(id));
+  if (!opts.all && records.length === 0) throw new MamError('no job to watch', ExitCode.usage);
+  return new Subscriber(config, registry, opts, records).run();
+}
