@@ -15,11 +15,10 @@ export function parseEnvFile(text: string): Record<string, string> {
     if (eq <= 0) continue;
     const key = line.slice(0, eq).replace(/^export\s+/, '').trim();
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) continue;
-    let value = line.slice(eq + 1).trim();
-    const quoted = value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.at(-1) === value[0];
-    if (quoted) value = value.slice(1, -1);
-    else value = value.replace(/\s+#.*$/, '');
-    out[key] = value;
+    const value = line.slice(eq + 1).trim();
+    // `KEY="a b" # note` is quoted too: the comment after the closing quote goes, the quotes with it.
+    const quoted = /^(["'])(.*)\1(?:\s+#.*)?$/.exec(value);
+    out[key] = quoted ? quoted[2]! : value.replace(/\s+#.*$/, '');
   }
   return out;
 }
