@@ -1,4 +1,4 @@
-import { notYet } from '../cli/commands/not-yet.ts';
+import { remoteCommand } from '../cli/commands/remote.ts';
 import { runStandalone } from '../cli/program.ts';
 
-await runStandalone('mam-remote', notYet('remote', 'dispatch a job to, or run jobs from, another host'));
+await runStandalone('mam-remote', remoteCommand);

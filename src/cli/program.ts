@@ -8,6 +8,8 @@ export interface CommandSpec {
   summary: string;
   configure(cmd: Command): Command;
   run(opts: Record<string, unknown>, cmd: Command): Promise<number | void>;
+  /** Verbs of their own (`mam-remote dispatch|run`); `run` is then never called. */
+  subcommands?: CommandSpec[];
 }
 
 export const VERSION: string = pkg.version;
@@ -28,6 +30,10 @@ export function registryOption(cmd: Command): Command {
 /** Attaches a spec to a command, capturing the exit code its action returns. */
 function bind(cmd: Command, spec: CommandSpec, result: { code?: number | void }): Command {
   spec.configure(cmd.description(spec.summary));
+  if (spec.subcommands) {
+    for (const sub of spec.subcommands) bind(cmd.command(sub.name), sub, result);
+    return cmd;
+  }
   cmd.action(async (opts: Record<string, unknown>, self: Command) => {
     result.code = await spec.run(opts, self);
   });

@@ -7,10 +7,7 @@ export const VERBS: Record<string, { summary: string; load: () => Promise<Comman
   publish: { summary: 'record, sign and publish one lifecycle event', load: async () => (await import('./commands/publish.ts')).publishCommand },
   subscribe: { summary: 'watch jobs; print accepted events; exit with the outcome', load: async () => (await import('./commands/subscribe.ts')).subscribeCommand },
   close: { summary: 'operator close of a job', load: async () => (await import('./commands/close.ts')).closeCommand },
-  remote: {
-    summary: 'dispatch a job to, or run jobs from, another host',
-    load: async () => (await import('./commands/not-yet.ts')).notYet('remote', 'dispatch a job to, or run jobs from, another host'),
-  },
+  remote: { summary: 'dispatch a job to, or run jobs from, another host', load: async () => (await import('./commands/remote.ts')).remoteCommand },
   jobs: { summary: 'list jobs', load: async () => (await import('./commands/jobs.ts')).jobsCommand },
   show: { summary: "print one job's record", load: async () => (await import('./commands/show.ts')).showCommand },
   redispatch: { summary: 'make a job pending again as a new attempt', load: async () => (await import('./commands/redispatch.ts')).redispatchCommand },

@@ -179,6 +179,40 @@ export class Registry {
     });
   }
 
+  /**
+   * Changes fields that are not part of the lifecycle (e.g. `transport` when a job is dispatched
+   * remotely) under the lock. Status, seqs, tokens and attempts only move through `update`.
+   */
+  patch(jobId: string, fields: Partial<Pick<JobRecord, 'transport' | 'agent_session'>>): Promise<JobRecord> {
+    return this.withLock(async () => {
+      const next: JobRecord = { ...this.read(jobId), ...fields, updated_at: new Date().toISOString() };
+      await writeRecord(this.paths.record(jobId), next);
+      return next;
+    });
+  }
+
+  /**
+   * Takes in a job registered elsewhere, with its identity (remote runner, contract §6): written
+   * only if this registry has no record of it or one of an older attempt. Returns false for a
+   * replay: an attempt this registry already holds is never taken again.
+   */
+  adopt(record: JobRecord): Promise<boolean> {
+    return this.withLock(async () => {
+      if (this.exists(record.job_id)) {
+        const mine = this.read(record.job_id);
+        if (mine.attempt_id >= record.attempt_id) return false;
+      }
+      // Listed before written (see pick-index.ts); a new file makes the count differ, so the next
+      // pick rebuilds the index from the records anyway.
+      if (record.status === 'pending') await this.updateIndex(record);
+      await writeRecord(this.paths.record(record.job_id), record);
+      await this.audit.writeMeta(record);
+      await this.audit.writeStatus(record);
+      this.audit.append(record.job_id, { type: 'registered', source: 'remote', attempt_id: record.attempt_id, transition_seq: record.transition_seq });
+      return true;
+    });
+  }
+
   private async commit(record: JobRecord, request: TransitionRequest, source: string, hooks: CommitHooks = {}): Promise<Commit> {
     const jobId = record.job_id;
     const plan = planTransition(record, request, new Date().toISOString());

@@ -63,6 +63,8 @@ export class Subscriber {
   private finish!: (code: number) => void;
   private readonly done: Promise<number>;
   private finished = false;
+  /** Mirror writes still in flight; awaited before the process ends, or the outcome is lost. */
+  private readonly mirrors = new Set<Promise<unknown>>();
 
   constructor(
     private readonly config: MamConfig,
@@ -236,11 +238,13 @@ export class Subscriber {
     if (event !== 'started' && event !== 'completed' && event !== 'error') return;
     const data = (payload as { data?: { dispatch_token?: string; attempt_id?: unknown } }).data;
     const attemptId = typeof data?.attempt_id === 'object' || typeof data?.attempt_id === 'number' ? Number(String(data.attempt_id)) : undefined;
-    this.registry
+    const write = this.registry
       .update(jobId, { kind: 'mirror', event, seq: seq ?? 0, dispatchToken: data?.dispatch_token, attemptId }, 'remote')
       .catch((err) => {
         if (!(err instanceof TransitionRefused)) this.opts.log.warn({ err: (err as Error).message, job: jobId }, 'mirror failed');
-      });
+      })
+      .finally(() => this.mirrors.delete(write));
+    this.mirrors.add(write);
   }
 
   private resolveTerminalFromDisk(): void {
@@ -297,6 +301,7 @@ export class Subscriber {
   private async shutdown(): Promise<void> {
     clearTimeout(this.deadlineTimer);
     clearInterval(this.pollTimer);
+    await Promise.allSettled([...this.mirrors]);
     const client = this.client;
     if (!client) return;
     await new Promise<void>((resolve) => client.end(true, {}, () => resolve()));

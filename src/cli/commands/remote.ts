@@ -1,0 +1,61 @@
+import { z } from 'zod';
+import { publicView } from '../../core/registry/job-record.ts';
+import { loadContext } from '../context.ts';
+import { jobIdFlag } from '../flags.ts';
+import { parseOptions, printJson } from '../options.ts';
+import { type CommandSpec, registryOption } from '../program.ts';
+
+const session = z.string().min(1).regex(/^[^\s]+$/, 'no spaces');
+
+const dispatchOptions = z.object({ job: jobIdFlag, session, registry: z.string().optional() });
+const runOptions = z.object({ session, exec: z.string().min(1), once: z.boolean().optional(), registry: z.string().optional() });
+
+function stopSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+}
+
+const dispatchCommand: CommandSpec = {
+  name: 'dispatch',
+  summary: 'hand a job to a runner of SESSION on another host (signed, retained, token sealed)',
+  configure: (cmd) => registryOption(cmd).requiredOption('--job <id>', 'job id').requiredOption('--session <name>', "the runner's session name"),
+  async run(raw) {
+    const opts = parseOptions(dispatchOptions, raw);
+    const { config, registry } = loadContext(opts);
+    const { dispatchJob } = await import('../../core/remote/dispatcher.ts');
+    printJson(publicView(await dispatchJob(config, registry, opts.job, opts.session)));
+  },
+};
+
+const runCommand: CommandSpec = {
+  name: 'run',
+  summary: 'take dispatches for SESSION and run CMD for each, one at a time (--once: one job, exit 0 if completed)',
+  configure: (cmd) =>
+    registryOption(cmd)
+      .requiredOption('--session <name>', 'the session this runner serves')
+      .requiredOption('--exec <cmd>', 'the agent command, run through sh -c')
+      .option('--once', 'run one job, then exit 0 if it completed, else 1'),
+  async run(raw) {
+    const opts = parseOptions(runOptions, raw);
+    const { config, registry } = loadContext(opts);
+    const [{ RemoteRunner }, { createLogger }] = await Promise.all([import('../../core/remote/runner.ts'), import('../../core/log.ts')]);
+    const runner = new RemoteRunner(config, registry, {
+      session: opts.session,
+      exec: opts.exec,
+      once: opts.once ?? false,
+      log: createLogger('mam-remote', config.logLevel),
+      stopSignal: stopSignal(),
+    });
+    return runner.run();
+  },
+};
+
+export const remoteCommand: CommandSpec = {
+  name: 'remote',
+  summary: 'delegate jobs to agents on other hosts through the broker',
+  configure: (cmd) => cmd,
+  async run() {},
+  subcommands: [dispatchCommand, runCommand],
+};
