@@ -11,4 +11,8 @@ export const VERBS: Record<string, { summary: string; load: () => Promise<Comman
   jobs: { summary: 'list jobs', load: async () => (await import('./commands/jobs.ts')).jobsCommand },
   show: { summary: "print one job's record", load: async () => (await import('./commands/show.ts')).showCommand },
   redispatch: { summary: 'make a job pending again as a new attempt', load: async () => (await import('./commands/redispatch.ts')).redispatchCommand },
+  delegate: {
+    summary: 'register, launch, watch and close a job in one command',
+    load: async () => (await import('./commands/delegate.ts')).delegateCommand,
+  },
 };

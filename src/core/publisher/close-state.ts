@@ -16,13 +16,13 @@ export const CLOSE_NOTICE_BUDGET_MS = 3_000;
  * `last_seq` (at least 1, the smallest seq the schema admits, for a job that never published),
  * `last_event` = the request.
  */
-export function closeStatePayload(record: JobRecord, request: string) {
+export function closeStatePayload(record: JobRecord, request: string, reason: string = request) {
   const unsigned = buildStatePayload({
     jobId: record.job_id,
     seq: Math.max(record.last_seq, 1),
     status: record.status,
     lastEvent: request,
-    detail: `Job ${record.job_id} ${request}`,
+    detail: `Job ${record.job_id} ${reason}`,
     dispatchToken: record.dispatch_token,
     attemptId: record.attempt_id,
   });
@@ -30,7 +30,7 @@ export function closeStatePayload(record: JobRecord, request: string) {
 }
 
 /** Publishes the close notice once; resolves with the failure instead of throwing it. */
-export async function publishCloseState(config: MamConfig, record: JobRecord, request: string): Promise<Error | undefined> {
+export async function publishCloseState(config: MamConfig, record: JobRecord, request: string, reason: string = request): Promise<Error | undefined> {
   const target = resolveBrokerTarget(config.broker, record);
   const { session, connected } = openSession(target, 'close');
   let timer: NodeJS.Timeout | undefined;
@@ -41,7 +41,7 @@ export async function publishCloseState(config: MamConfig, record: JobRecord, re
     await Promise.race([
       (async () => {
         await connected;
-        await session.publish([{ topic: stateTopic(config.topicRoot, record.job_id), payload: wireJson(closeStatePayload(record, request)), retain: true }]);
+        await session.publish([{ topic: stateTopic(config.topicRoot, record.job_id), payload: wireJson(closeStatePayload(record, request, reason)), retain: true }]);
         await session.end();
       })(),
       budget,

@@ -159,8 +159,8 @@ export class Registry {
     });
   }
 
-  close(jobId: string, request: CloseRequest): Promise<Commit> {
-    return this.update(jobId, { kind: 'close', request }, 'operator');
+  close(jobId: string, request: CloseRequest, detail?: string): Promise<Commit> {
+    return this.update(jobId, { kind: 'close', request, detail }, 'operator');
   }
 
   redispatch(jobId: string): Promise<Commit> {

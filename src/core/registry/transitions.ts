@@ -15,7 +15,8 @@ export type TransitionRequest =
   | ({ kind: 'event'; event: LifecycleEvent } & AttemptFence)
   /** A verified remote event copied into this registry (`mam-subscribe --remote`): keeps its seq. */
   | ({ kind: 'mirror'; event: LifecycleEvent; seq: number } & AttemptFence)
-  | { kind: 'close'; request: CloseRequest }
+  /** `detail` defaults to the request (`mam delegate` closes `error` with `agent_blocked`). */
+  | { kind: 'close'; request: CloseRequest; detail?: string | undefined }
   | { kind: 'redispatch'; dispatchToken: string };
 
 export type TransitionResult =
@@ -66,7 +67,7 @@ export function planTransition(record: JobRecord, request: TransitionRequest, no
     case 'close': {
       if (isTerminalStatus(from)) return refuse(`job is already ${from}`);
       const status = request.request === 'deadline_timeout' ? 'error' : request.request;
-      return commit({ status, detail: request.request });
+      return commit({ status, detail: request.detail ?? request.request });
     }
     case 'event':
     case 'mirror': {

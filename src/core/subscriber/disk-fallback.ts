@@ -52,7 +52,7 @@ function lastTerminalPayload(registry: Registry, record: JobRecord): unknown {
   return undefined;
 }
 
-/** An operator close leaves its request in `detail`; an agent's terminal event leaves it null. */
+/** An operator close leaves its request (or its reason) in `detail`; an agent's terminal event leaves it null. */
 export function closedByOperator(record: JobRecord): boolean {
-  return record.detail !== null && ['cancelled', 'deadline_timeout', 'completed', 'error'].includes(record.detail);
+  return record.detail !== null;
 }

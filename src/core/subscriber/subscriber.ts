@@ -28,6 +28,8 @@ export interface SubscribeOptions {
   stopSignal?: Promise<void> | undefined;
   /** Called once the broker acknowledged the subscriptions (after the `SUBSCRIBED` line). */
   onSubscribed?: () => void;
+  /** Called for every printed message (`mam delegate` follows the job through it). */
+  onPrinted?: (jobId: string, event: string | null, payload: unknown) => void;
 }
 
 /** How often the registry is looked at for operator closes while watching (contract §4: "within seconds"). */
@@ -212,6 +214,7 @@ export class Subscriber {
       switch (action.type) {
         case 'print':
           this.opts.write(this.opts.format(action.payload));
+          this.opts.onPrinted?.(action.jobId, action.event, action.payload);
           if (this.opts.remote && action.via === 'event') this.mirror(action.jobId, action.event, action.seq, action.payload);
           break;
         case 'audit':
