@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { publicView } from '../../core/registry/job-record.ts';
-import { loadContext } from '../context.ts';
+import { loadContext, warnIfPublicSandbox } from '../context.ts';
 import { jobIdFlag } from '../flags.ts';
 import { parseOptions, printJson } from '../options.ts';
 import { type CommandSpec, registryOption } from '../program.ts';
@@ -23,6 +23,7 @@ export const closeCommand: CommandSpec = {
   async run(raw) {
     const opts = parseOptions(closeOptions, raw);
     const { config, registry } = loadContext(opts);
+    await warnIfPublicSandbox(config);
     const { record } = await registry.close(opts.job, opts.request);
     printJson(publicView(record));
     // The close is committed; telling watchers over the broker is best effort (contract §1).

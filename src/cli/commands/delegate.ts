@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { UsageError } from '../../core/errors.ts';
 import type { DelegationStatus } from '../../core/delegate/delegation.ts';
-import { loadContext } from '../context.ts';
+import { loadContext, warnIfPublicSandbox } from '../context.ts';
 import { countFlag, secondsFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
 import { type CommandSpec, registryOption } from '../program.ts';
@@ -55,6 +55,7 @@ export const delegateCommand: CommandSpec = {
     if ((opts.exec === undefined) === (opts.remote === undefined)) throw new UsageError('exactly one of --exec and --remote is required');
     const brief = readBrief(opts);
     const { config, registry } = loadContext(opts);
+    await warnIfPublicSandbox(config);
     const [{ Delegation }, { createLogger }, output] = await Promise.all([
       import('../../core/delegate/delegation.ts'),
       import('../../core/log.ts'),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { publicView } from '../../core/registry/job-record.ts';
-import { loadContext } from '../context.ts';
+import { loadContext, warnIfPublicSandbox } from '../context.ts';
 import { jobIdFlag } from '../flags.ts';
 import { parseOptions, printJson } from '../options.ts';
 import { type CommandSpec, registryOption } from '../program.ts';
@@ -24,6 +24,7 @@ const dispatchCommand: CommandSpec = {
   async run(raw) {
     const opts = parseOptions(dispatchOptions, raw);
     const { config, registry } = loadContext(opts);
+    await warnIfPublicSandbox(config);
     const { dispatchJob } = await import('../../core/remote/dispatcher.ts');
     printJson(publicView(await dispatchJob(config, registry, opts.job, opts.session)));
   },
@@ -40,6 +41,7 @@ const runCommand: CommandSpec = {
   async run(raw) {
     const opts = parseOptions(runOptions, raw);
     const { config, registry } = loadContext(opts);
+    await warnIfPublicSandbox(config);
     const [{ RemoteRunner }, { createLogger }] = await Promise.all([import('../../core/remote/runner.ts'), import('../../core/log.ts')]);
     const runner = new RemoteRunner(config, registry, {
       session: opts.session,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { UsageError } from '../../core/errors.ts';
-import { loadContext } from '../context.ts';
+import { loadContext, warnIfPublicSandbox } from '../context.ts';
 import { jobIdFlag } from '../flags.ts';
 import { collect, parseOptions } from '../options.ts';
 import { type CommandSpec, registryOption } from '../program.ts';
@@ -47,6 +47,7 @@ export const subscribeCommand: CommandSpec = {
     if (opts.all && opts.job.length > 0) throw new UsageError('--all and --job are exclusive');
     if (!opts.all && opts.job.length === 0) throw new UsageError('--job <id> or --all is required');
     const { config, registry } = loadContext(opts);
+    await warnIfPublicSandbox(config);
     const [{ watch }, { createLogger }, output] = await Promise.all([
       import('../../core/subscriber/subscriber.ts'),
       import('../../core/log.ts'),
