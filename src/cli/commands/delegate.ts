@@ -5,7 +5,8 @@ import { loadContext, warnIfPublicSandbox } from '../context.ts';
 import { countFlag, secondsFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
 import { type CommandSpec, registryOption } from '../program.ts';
-import { readBrief, timingFlags } from './register.ts';
+import { stopSignal } from '../signals.ts';
+import { readBrief, timingFlags, timingInput } from './register.ts';
 
 const delegateOptions = z.object({
   brief: z.string().optional(),
@@ -23,12 +24,6 @@ const delegateOptions = z.object({
   registry: z.string().optional(),
 });
 
-function stopSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
-  });
-}
 
 /** The live line for a person at a terminal: job, status, last event, time since it. */
 function statusLine(s: DelegationStatus): string {
@@ -75,11 +70,7 @@ export const delegateCommand: CommandSpec = {
       job: {
         agentSession: opts.agentSession,
         brief,
-        heartbeatSec: opts.heartbeat ?? config.heartbeatSec,
-        heartbeatMisses: opts.heartbeatMisses ?? config.heartbeatMisses,
-        ackTimeoutSec: opts.ackTimeout ?? config.ackTimeoutSec,
-        idleTimeoutSec: opts.idleTimeout,
-        timeoutSec: opts.timeout ?? 3600,
+        ...timingInput(opts, config),
         dependsOn: [],
       },
       exec: opts.exec,

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { z } from 'zod';
+import type { MamConfig } from '../../core/config/config.ts';
 import { UsageError } from '../../core/errors.ts';
 import { publicView } from '../../core/registry/job-record.ts';
 import { loadContext } from '../context.ts';
@@ -45,6 +46,23 @@ export function readBrief(opts: { brief?: string | undefined; briefFile?: string
   }
 }
 
+/** The timing flags and defaults into the registry's input (shared with `mam delegate`). */
+export function timingInput(
+  opts: { heartbeat?: number | undefined; heartbeatMisses?: number | undefined; ackTimeout?: number | undefined; idleTimeout?: number | undefined; timeout?: number | undefined },
+  config: MamConfig,
+) {
+  return {
+    heartbeatSec: opts.heartbeat ?? config.heartbeatSec,
+    heartbeatMisses: opts.heartbeatMisses ?? config.heartbeatMisses,
+    ackTimeoutSec: opts.ackTimeout ?? config.ackTimeoutSec,
+    idleTimeoutSec: opts.idleTimeout,
+    timeoutSec: opts.timeout ?? DEFAULT_TIMEOUT_SEC,
+  };
+}
+
+/** Contract §2: the wall budget of a job, unless given. */
+const DEFAULT_TIMEOUT_SEC = 3600;
+
 export const registerCommand: CommandSpec = {
   name: 'register',
   summary: 'create a pending job record and its audit log; print the record',
@@ -67,11 +85,7 @@ export const registerCommand: CommandSpec = {
       jobId: opts.jobId,
       agentSession: opts.agentSession,
       brief,
-      heartbeatSec: opts.heartbeat ?? config.heartbeatSec,
-      heartbeatMisses: opts.heartbeatMisses ?? config.heartbeatMisses,
-      ackTimeoutSec: opts.ackTimeout ?? config.ackTimeoutSec,
-      idleTimeoutSec: opts.idleTimeout,
-      timeoutSec: opts.timeout ?? 3600,
+      ...timingInput(opts, config),
       transport: opts.transport,
       dependsOn: opts.dependsOn,
     });

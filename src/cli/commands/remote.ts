@@ -4,18 +4,13 @@ import { loadContext, warnIfPublicSandbox } from '../context.ts';
 import { jobIdFlag } from '../flags.ts';
 import { parseOptions, printJson } from '../options.ts';
 import { type CommandSpec, registryOption } from '../program.ts';
+import { stopSignal } from '../signals.ts';
 
 const session = z.string().min(1).regex(/^[^\s]+$/, 'no spaces');
 
 const dispatchOptions = z.object({ job: jobIdFlag, session, registry: z.string().optional() });
 const runOptions = z.object({ session, exec: z.string().min(1), once: z.boolean().optional(), registry: z.string().optional() });
 
-function stopSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
-  });
-}
 
 const dispatchCommand: CommandSpec = {
   name: 'dispatch',

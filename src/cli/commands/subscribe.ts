@@ -4,6 +4,7 @@ import { loadContext, warnIfPublicSandbox } from '../context.ts';
 import { jobIdFlag } from '../flags.ts';
 import { collect, parseOptions } from '../options.ts';
 import { type CommandSpec, registryOption } from '../program.ts';
+import { stopSignal } from '../signals.ts';
 
 /** 0 turns a clock off, as `timeout 0` would. */
 const limitFlag = z
@@ -22,13 +23,6 @@ const subscribeOptions = z.object({
   registry: z.string().optional(),
 });
 
-/** SIGINT/SIGTERM end the watch through the state machine (monitor: 0; a job watch: 1). */
-function stopSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
-  });
-}
 
 export const subscribeCommand: CommandSpec = {
   name: 'subscribe',
