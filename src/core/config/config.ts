@@ -103,7 +103,7 @@ function dropEmpty(env: NodeJS.ProcessEnv): Record<string, string> {
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): MamConfig {
   const root = findWorkspaceRoot(env, cwd);
-  const merged = mergeEnv(readEnvFile(env, root), env);
+  const merged = mergeEnv(readEnvFile(env, root, cwd), env);
   const parsed = envSchema.safeParse(dropEmpty(merged));
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;

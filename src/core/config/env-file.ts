@@ -27,8 +27,9 @@ export function parseEnvFile(text: string): Record<string, string> {
  * Which file to read (contract §7): with `MAM_ENV_FILE` only that one, else `<root>/.mam.env`.
  * A missing file is skipped; one that exists but cannot be read is an error naming it.
  */
-export function readEnvFile(env: NodeJS.ProcessEnv, root: string): Record<string, string> {
-  const file = env.MAM_ENV_FILE ? path.resolve(root, env.MAM_ENV_FILE) : path.join(root, '.mam.env');
+export function readEnvFile(env: NodeJS.ProcessEnv, root: string, cwd: string = root): Record<string, string> {
+  // A relative MAM_ENV_FILE is relative to where the command runs, as any shell user expects.
+  const file = env.MAM_ENV_FILE ? path.resolve(cwd, env.MAM_ENV_FILE) : path.join(root, '.mam.env');
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -40,9 +41,9 @@ export function readEnvFile(env: NodeJS.ProcessEnv, root: string): Record<string
   return parseEnvFile(text);
 }
 
-/** Variables already in the environment win over the file's. */
+/** Variables already in the environment win over the file's; an empty one (`MQTT_BROKER=`) does not erase it. */
 export function mergeEnv(fileVars: Record<string, string>, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const merged: NodeJS.ProcessEnv = { ...fileVars };
-  for (const [k, v] of Object.entries(env)) if (v !== undefined) merged[k] = v;
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && (v !== '' || !(k in fileVars))) merged[k] = v;
   return merged;
 }
