@@ -46,6 +46,12 @@ export const jobRecordSchema = z.looseObject({
   depends_on: z.array(z.string().regex(/^[0-9a-f]{8}$/)),
   detail: z.string().nullable(),
   broker: brokerOverrideSchema.optional(),
+  /**
+   * The session named at registration (null: any). A pick writes the claiming session into
+   * `agent_session`; a redispatch puts this one back, so the new attempt is open to the same
+   * sessions as the first. Absent in records written by the Python toolkit: then kept as is.
+   */
+  registered_session: z.string().nullable().optional(),
 });
 
 export type JobRecord = z.infer<typeof jobRecordSchema>;

@@ -98,6 +98,7 @@ export class Registry {
         created_at: now,
         updated_at: now,
         agent_session: input.agentSession ?? null,
+        registered_session: input.agentSession ?? null,
         brief: input.brief,
         last_seq: 0,
         auth_token: newAuthToken(),

@@ -60,7 +60,13 @@ export function planTransition(record: JobRecord, request: TransitionRequest, no
 
   switch (request.kind) {
     case 'redispatch':
-      return commit({ status: 'pending', attempt_id: record.attempt_id + 1, dispatch_token: request.dispatchToken, detail: null });
+      return commit({
+        status: 'pending',
+        attempt_id: record.attempt_id + 1,
+        dispatch_token: request.dispatchToken,
+        detail: null,
+        agent_session: record.registered_session === undefined ? record.agent_session : record.registered_session,
+      });
     case 'pick':
       if (from !== 'pending') return refuse(`job is ${from}, not pending`);
       return commit({ status: 'running', agent_session: request.agentSession });

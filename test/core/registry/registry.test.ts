@@ -128,6 +128,19 @@ describe('pick (contract §1)', () => {
     expect(await registry.pick('S')).toMatchObject({ job_id: A, status: 'running', attempt_id: 2, transition_seq: 4 });
     expect(auditLines(registry, A).map((l) => l.type)).toEqual(['registered', 'status_changed', 'status_changed', 'redispatched', 'status_changed']);
   });
+
+  it('a redispatch reopens the job to the sessions named at registration, not only to the one that picked it', async () => {
+    const { registry } = tempRegistry();
+    await registry.register(input({ jobId: A }));
+    await registry.register(input({ jobId: B, agentSession: 'only-me' }));
+    await registry.pick('S1');
+    await registry.close(A, 'error');
+    expect((await registry.redispatch(A)).record.agent_session).toBeNull();
+    expect(await registry.pick('S2')).toMatchObject({ job_id: A, agent_session: 'S2', attempt_id: 2 });
+    await registry.pick('only-me');
+    await registry.close(B, 'error');
+    expect((await registry.redispatch(B)).record.agent_session).toBe('only-me');
+  });
 });
 
 describe('refusals change nothing on disk', () => {
