@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { UsageError } from '../../core/errors.ts';
-import { isPublicSandbox } from '../../core/mqtt/broker-target.ts';
 import { EVENT_NAMES, parseUserData } from '../../core/wire/payloads.ts';
-import { loadContext } from '../context.ts';
+import { loadContext, warnIfPublicSandbox } from '../context.ts';
 import { countFlag, jobIdFlag, secondsFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
 import { type CommandSpec, registryOption } from '../program.ts';
@@ -40,19 +39,47 @@ export const publishCommand: CommandSpec = {
     if (opts.watchPid !== undefined && opts.heartbeat === undefined) throw new UsageError('--watch-pid: only with --heartbeat');
     const data = opts.data === undefined ? undefined : parseUserData(opts.data);
     const { config, registry } = loadContext(opts);
-    if (isPublicSandbox(config.broker.host)) {
-      process.stderr.write(`WARNING: ${config.broker.host} is a PUBLIC sandbox broker: anyone can read these events and see your job ids. Use a private broker.\n`);
+    await warnIfPublicSandbox(config);
+    const [{ NotDelivered, publishEvent }, { wireJson }] = await Promise.all([
+      import('../../core/publisher/publisher.ts'),
+      import('../../core/wire/canonical-json.ts'),
+    ]);
+    let watchPid: number | undefined;
+    if (opts.heartbeat !== undefined) {
+      const [{ defaultWatchPid }, { isAlive }] = await Promise.all([import('../../core/heartbeat/agent-ancestor.ts'), import('../../core/heartbeat/proc.ts')]);
+      if (opts.watchPid !== undefined && !isAlive(opts.watchPid)) throw new UsageError(`--watch-pid: no such process ${opts.watchPid}`);
+      watchPid = opts.watchPid ?? defaultWatchPid();
     }
-    const { publishEvent } = await import('../../core/publisher/publisher.ts');
-    const result = await publishEvent(config, registry, {
-      jobId: opts.job,
-      event: opts.event,
-      detail: opts.detail,
-      data,
-      attempts: opts.attempts,
-      expectDispatchToken: opts.expectDispatchToken,
-      expectAttemptId: opts.attemptId,
-    });
-    process.stdout.write(`${JSON.stringify(result.event)}\n`);
+    let result;
+    let undelivered: InstanceType<typeof NotDelivered> | undefined;
+    try {
+      result = await publishEvent(config, registry, {
+        jobId: opts.job,
+        event: opts.event,
+        detail: opts.detail,
+        data,
+        attempts: opts.attempts,
+        expectDispatchToken: opts.expectDispatchToken,
+        expectAttemptId: opts.attemptId,
+      });
+    } catch (err) {
+      // Contract §5: the timer is armed once `started` is recorded, delivered or not (exit 2 still follows).
+      if (!(err instanceof NotDelivered) || watchPid === undefined) throw err;
+      undelivered = err;
+      result = err.result;
+    }
+    // wireJson: numbers from --data keep the spelling they were signed with.
+    if (!undelivered) process.stdout.write(`${wireJson(result.event)}\n`);
+    if (opts.heartbeat !== undefined && watchPid !== undefined) {
+      const { startHeartbeat } = await import('../../core/heartbeat/timer-control.ts');
+      const { record } = result;
+      const outcome = await startHeartbeat(
+        registry,
+        { jobId: record.job_id, attemptId: record.attempt_id, dispatchToken: record.dispatch_token, periodSec: opts.heartbeat, watchPid },
+        config.heartbeatDrainSec * 1000,
+      );
+      if (!outcome.armed) process.stderr.write(`warning: job ${record.job_id}: heartbeat not started: ${outcome.reason}\n`);
+    }
+    if (undelivered) throw undelivered;
   },
 };

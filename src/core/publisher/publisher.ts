@@ -1,5 +1,7 @@
 import type { MamConfig } from '../config/config.ts';
 import { MamError } from '../errors.ts';
+import { fenceHeartbeat } from '../heartbeat/terminal-fence.ts';
+import type { OutgoingMessage } from '../mqtt/one-shot-publish.ts';
 import { resolveBrokerTarget } from '../mqtt/broker-target.ts';
 import type { JobRecord } from '../registry/job-record.ts';
 import type { CommitHooks, Registry } from '../registry/registry.ts';
@@ -58,50 +60,59 @@ export function signedPair(record: JobRecord, seq: number, event: string, detail
 }
 
 /**
- * `mam-publish` (contract §3): under the registry lock, check the transition, take `last_seq + 1`,
- * update status and append the signed payload to the audit log; then deliver event + retained
- * state on a fresh connection. The connection is opened first, so its handshake overlaps the disk
- * work; a refusal closes it unused.
+ * The disk half of a publish (contract §3): under the registry lock, check the transition, take
+ * `last_seq + 1`, update status and append the signed payload to the audit log. The heartbeat timer
+ * commits its beats through here too, then sends them on its own long-lived connection.
+ */
+export async function commitEvent(config: MamConfig, registry: Registry, req: Omit<PublishRequest, 'attempts'>): Promise<PublishResult> {
+  let signed: ReturnType<typeof signedPair> | undefined;
+  const { record, seq } = await registry.update(
+    req.jobId,
+    { kind: 'event', event: req.event, dispatchToken: req.expectDispatchToken, attemptId: req.expectAttemptId },
+    req.source ?? 'agent',
+    {
+      check: req.check,
+      audit: (next, seq) => {
+        const rawDetail = req.detail ?? `Job ${next.job_id} ${req.event}`;
+        const detail = scrubDetail(rawDetail, { workspaceRoot: config.root, secrets: detailSecrets(config, next) });
+        signed = signedPair(next, seq!, req.event, detail, req.data);
+        return [{ type: 'published', seq, event: req.event, payload: JSON.parse(wireJson(signed.eventPayload)) }];
+      },
+    },
+  );
+  return { record, seq: seq!, event: signed!.eventPayload, state: signed!.statePayload };
+}
+
+/** Event (retained when terminal), then the retained state, in that order on one connection. */
+export function wireMessages(config: MamConfig, result: PublishResult): OutgoingMessage[] {
+  const jobId = result.record.job_id;
+  return [
+    { topic: eventsTopic(config.topicRoot, jobId), payload: wireJson(result.event), retain: isTerminalEvent(result.event.event) },
+    { topic: stateTopic(config.topicRoot, jobId), payload: wireJson(result.state), retain: true },
+  ];
+}
+
+/**
+ * `mam-publish` (contract §3): commit on disk, then deliver event + retained state on a fresh
+ * connection. The connection is opened first, so its handshake overlaps the disk work; a refusal
+ * closes it unused. A terminal event first fences and stops the job's heartbeat (contract §5).
  */
 export async function publishEvent(config: MamConfig, registry: Registry, req: PublishRequest): Promise<PublishResult> {
   const before = registry.read(req.jobId);
   const target = resolveBrokerTarget(config.broker, before);
   const first = openSession(target, 'pub');
-  let signed: ReturnType<typeof signedPair> | undefined;
-  let commit;
+  let result: PublishResult;
   try {
-    commit = await registry.update(
-      req.jobId,
-      { kind: 'event', event: req.event, dispatchToken: req.expectDispatchToken, attemptId: req.expectAttemptId },
-      req.source ?? 'agent',
-      {
-        check: req.check,
-        audit: (next, seq) => {
-          const rawDetail = req.detail ?? `Job ${next.job_id} ${req.event}`;
-          const detail = scrubDetail(rawDetail, { workspaceRoot: config.root, secrets: detailSecrets(config, next) });
-          signed = signedPair(next, seq!, req.event, detail, req.data);
-          return [{ type: 'published', seq, event: req.event, payload: JSON.parse(wireJson(signed.eventPayload)) }];
-        },
-      },
-    );
+    if (isTerminalEvent(req.event)) await fenceHeartbeat(registry, req, config.heartbeatDrainSec * 1000);
+    result = await commitEvent(config, registry, req);
   } catch (err) {
     first.session.destroy();
     throw err;
   }
-  const { record, seq } = commit;
-  const result: PublishResult = { record, seq: seq!, event: signed!.eventPayload, state: signed!.statePayload };
-  const terminal = isTerminalEvent(req.event);
   try {
-    await deliver(
-      target,
-      [
-        { topic: eventsTopic(config.topicRoot, record.job_id), payload: wireJson(signed!.eventPayload), retain: terminal },
-        { topic: stateTopic(config.topicRoot, record.job_id), payload: wireJson(signed!.statePayload), retain: true },
-      ],
-      { attempts: req.attempts, firstSession: first },
-    );
+    await deliver(target, wireMessages(config, result), { attempts: req.attempts, firstSession: first });
   } catch (err) {
-    registry.audit.append(record.job_id, { type: 'publish_failed', seq, event: req.event, attempts: req.attempts, reason: (err as Error).message });
+    registry.audit.append(result.record.job_id, { type: 'publish_failed', seq: result.seq, event: req.event, attempts: req.attempts, reason: (err as Error).message });
     throw new NotDelivered(result, err as Error);
   }
   return result;

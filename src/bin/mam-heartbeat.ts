@@ -1,0 +1,13 @@
+// Internal: the detached heartbeat timer that `mam-publish --event started --heartbeat N` spawns
+// (contract §5). Not a user command; its stdio is /dev/null, so MAM_DEBUG=1 is the only way to hear it.
+import { parseTimerArgs } from '../core/heartbeat/timer-args.ts';
+import { runTimer } from '../core/heartbeat/timer.ts';
+
+const log = /^(1|true|yes)$/i.test(process.env.MAM_DEBUG ?? '') ? (line: string) => process.stderr.write(`mam-heartbeat: ${line}\n`) : undefined;
+let code = 1;
+try {
+  code = await runTimer(parseTimerArgs(process.argv.slice(2)), log);
+} catch (err) {
+  log?.((err as Error).message);
+}
+process.exit(code);
