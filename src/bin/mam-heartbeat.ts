@@ -4,10 +4,11 @@ import { parseTimerArgs } from '../core/heartbeat/timer-args.ts';
 import { runTimer } from '../core/heartbeat/timer.ts';
 
 const log = /^(1|true|yes)$/i.test(process.env.MAM_DEBUG ?? '') ? (line: string) => process.stderr.write(`mam-heartbeat: ${line}\n`) : undefined;
-let code = 1;
-try {
-  code = await runTimer(parseTimerArgs(process.argv.slice(2)), log);
-} catch (err) {
-  log?.((err as Error).message);
-}
-process.exit(code);
+// No top-level await: the bins are CommonJS bundles (see scripts/build.mjs).
+runTimer(parseTimerArgs(process.argv.slice(2)), log).then(
+  (code) => process.exit(code),
+  (err: Error) => {
+    log?.(err.message);
+    process.exit(1);
+  },
+);

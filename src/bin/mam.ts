@@ -1,4 +1,4 @@
 import { runUmbrella } from '../cli/program.ts';
 import { VERBS } from '../cli/verbs.ts';
 
-await runUmbrella('mam', VERBS);
+void runUmbrella('mam', VERBS);

@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import { CorruptRecord, NoSuchJob } from '../errors.ts';
 import type { JobRecord } from '../registry/job-record.ts';
+import { isJobId } from '../registry/paths.ts';
 import type { Registry } from '../registry/registry.ts';
 import { parseWireJson } from '../wire/canonical-json.ts';
 import { MAX_WIRE_BYTES, eventPayloadSchema, statePayloadSchema } from '../wire/payloads.ts';
@@ -43,6 +44,9 @@ export class MessageVerifier {
     if (!where || where.kind === 'dispatch') return { ok: false, reason: 'topic', detail: topic };
     const { jobId } = where;
     if (!this.watches(jobId) || payload.length === 0) return { ok: false, reason: 'ignored' };
+    // `--all` subscribes `<root>/+/…`: anyone can publish under a level that is no job id, and it
+    // must not reach the registry, whose paths refuse such an id (by throwing).
+    if (!isJobId(jobId)) return { ok: false, reason: 'topic', detail: topic };
     if (payload.length > MAX_WIRE_BYTES) return { ok: false, reason: 'oversized', jobId, detail: `${payload.length} bytes` };
     let parsed: unknown;
     try {
