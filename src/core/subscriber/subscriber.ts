@@ -250,32 +250,31 @@ export class Subscriber {
     this.mirrors.add(write);
   }
 
+  /** Disk fallback (at start, and on every connection loss): jobs already terminal in the registry. */
   private resolveTerminalFromDisk(): void {
-    for (const jobId of this.state.unresolvedJobIds) {
-      let record: JobRecord;
-      try {
-        record = this.verifier.record(jobId);
-      } catch {
-        continue;
-      }
-      if (!isTerminalStatus(record.status)) continue;
-      this.apply(this.state.resolveFromDisk(jobId, record.status as TerminalStatus, diskResolutionPayload(this.registry, record)));
+    for (const record of this.unresolvedTerminalRecords()) {
+      this.apply(this.state.resolveFromDisk(record.job_id, record.status as TerminalStatus, diskResolutionPayload(this.registry, record)));
     }
   }
 
   /** An operator's `mam-close` ends the watch within seconds, even if its notice never reached the broker. */
   private pollRegistry(): void {
+    for (const record of this.unresolvedTerminalRecords()) {
+      if (closedByOperator(record)) this.apply(this.state.onOperatorClose(record.job_id, record.status as TerminalStatus, stateFromRecord(record)));
+    }
+  }
+
+  private unresolvedTerminalRecords(): JobRecord[] {
+    const records: JobRecord[] = [];
     for (const jobId of this.state.unresolvedJobIds) {
-      let record: JobRecord;
       try {
-        record = this.verifier.record(jobId);
+        const record = this.verifier.record(jobId);
+        if (isTerminalStatus(record.status)) records.push(record);
       } catch {
-        continue;
-      }
-      if (isTerminalStatus(record.status) && closedByOperator(record)) {
-        this.apply(this.state.onOperatorClose(jobId, record.status as TerminalStatus, stateFromRecord(record)));
+        // Gone or corrupt: the broker may still resolve it; the verifier audits what arrives.
       }
     }
+    return records;
   }
 
   private armDeadline(): void {
