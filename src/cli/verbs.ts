@@ -11,6 +11,7 @@ export const VERBS: Record<string, { summary: string; load: () => Promise<Comman
   jobs: { summary: 'list jobs', load: async () => (await import('./commands/jobs.ts')).jobsCommand },
   show: { summary: "print one job's record", load: async () => (await import('./commands/show.ts')).showCommand },
   redispatch: { summary: 'make a job pending again as a new attempt', load: async () => (await import('./commands/redispatch.ts')).redispatchCommand },
+  broker: { summary: 'run an embedded MQTT broker on this machine', load: async () => (await import('./commands/broker.ts')).brokerCommand },
   delegate: {
     summary: 'register, launch, watch and close a job in one command',
     load: async () => (await import('./commands/delegate.ts')).delegateCommand,
