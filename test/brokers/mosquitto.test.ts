@@ -75,7 +75,7 @@ describeWithBroker('mosquitto', 'Mosquitto as docker/mosquitto runs it: TLS 1.3,
     const withCert = client(broker, broker.users.agent, { MQTT_CERTFILE: TEST_TLS.clientCert, MQTT_KEYFILE: TEST_TLS.clientKey });
     expect((await publish(job, 'started', withCert)).code).toBe(0);
     const without = await publish(job, 'progress', client(broker, broker.users.agent));
-    expect(expectOneErrorLine(without, 2)).toMatch(new RegExp(`broker mqtts://127\\.0\\.0\\.1:${broker.port} unreachable`));
+    expect(expectOneErrorLine(without, 2)).toMatch(new RegExp(`broker mqtts://127\\.0\\.0\\.1:${broker.port}: TLS handshake failed`));
   });
 
   it('an untrusted CA and a plaintext attempt fail cleanly: exit 2 (publish) and 3 (subscribe), one line', async () => {
@@ -89,9 +89,9 @@ describeWithBroker('mosquitto', 'Mosquitto as docker/mosquitto runs it: TLS 1.3,
       '-keyout', path.join(dir, 'other-ca.key'), '-out', otherCa], { stdio: 'ignore' });
     const untrusted = client(broker, broker.users.agent, { MQTT_CA_CERTS: otherCa });
     const where = `mqtts://127.0.0.1:${broker.port}`;
-    expect(expectOneErrorLine(await publish(job, 'started', untrusted), 2)).toContain(`broker ${where} unreachable`);
+    expect(expectOneErrorLine(await publish(job, 'started', untrusted), 2)).toContain(`broker ${where}: TLS handshake failed`);
     const sub = await runBinAsync('mam-subscribe', ['--job', job], ws, untrusted);
-    expect(expectOneErrorLine(sub, 3)).toContain(`broker ${where} unreachable`);
+    expect(expectOneErrorLine(sub, 3)).toContain(`broker ${where}: TLS handshake failed`);
 
     const plain = client(broker, broker.users.agent, { MQTT_TLS: 'false', MQTT_CA_CERTS: '' });
     expect(expectOneErrorLine(await publish(job, 'started', plain), 2)).toContain(`broker mqtt://127.0.0.1:${broker.port} unreachable`);

@@ -17,10 +17,8 @@ interface Event {
   last_event?: string;
 }
 /**
- * The subscriber's lines, a resolving state line read as the terminal event it reports. On NATS
- * `…/events` and `…/state` are two JetStream consumers, so the retained terminal state often
- * overtakes its event; the subscriber then resolves the job on the state and prints that line
- * (contract §4 allows it; see docker/README.md).
+ * The subscriber's lines. It subscribes one filter per job, so NATS delivers a job's event before
+ * the state published after it, and the watch prints the terminal event itself, not a state line.
  */
 const events = (r: { stdout: string }): Event[] =>
   r.stdout.trim() === ''
@@ -28,8 +26,7 @@ const events = (r: { stdout: string }): Event[] =>
     : r.stdout
         .trim()
         .split('\n')
-        .map((l) => JSON.parse(l) as Event)
-        .map((e) => (e.event === 'state' ? { ...e, event: e.last_event ?? 'state' } : e));
+        .map((l) => JSON.parse(l) as Event);
 
 describeWithBroker('nats-server', 'NATS as docker/nats/nats.conf runs it', () => {
   let nats: DockerNatsBroker;

@@ -26,6 +26,23 @@ export class BrokerRefusedConnection extends MamError {
   }
 }
 
+/**
+ * A TLS failure to trust the broker (or to be trusted by it) does not heal on retry: it is final,
+ * and reported as what it is rather than as an unreachable broker.
+ */
+export class BrokerTlsRefused extends MamError {
+  constructor(target: BrokerTarget, code: string) {
+    super(`broker ${describeTarget(target)}: TLS handshake failed (${code}): check MQTT_CA_CERTS, MQTT_CERTFILE and MQTT_KEYFILE`, 2);
+  }
+}
+
+const TLS_ERROR = /CERT|SELF_SIGNED|UNABLE_TO_|ERR_TLS|ERR_SSL|alert|handshake/i;
+
+/** True for errors of the TLS layer that no retry can fix. */
+export function isTlsFailure(err: Error & { code?: unknown }): boolean {
+  return (typeof err.code === 'string' && TLS_ERROR.test(err.code)) || /ssl|tls alert|certificate/i.test(err.message);
+}
+
 const CONNACK_REASONS: Record<number, string> = {
   1: 'unacceptable protocol version',
   2: 'client identifier rejected',
@@ -69,7 +86,10 @@ export class OneShotSession {
       this.socket = socket;
       socket.setNoDelay(true);
       socket.on('data', (chunk) => this.parser.parse(chunk));
-      socket.on('error', (err) => this.fail(new BrokerUnreachable(target, (err as NodeJS.ErrnoException).code ?? err.message)));
+      socket.on('error', (err: NodeJS.ErrnoException) => {
+        const code = err.code ?? err.message;
+        this.fail(target.tls && isTlsFailure(err) ? new BrokerTlsRefused(target, code) : new BrokerUnreachable(target, code));
+      });
       socket.on('close', () => this.fail(new BrokerUnreachable(target, 'connection closed by the broker')));
       this.parser.on('packet', (packet: mqttPacket.Packet) => this.dispatch(packet));
       this.parser.on('error', (err: Error) => this.fail(new BrokerUnreachable(target, `bad packet: ${err.message}`)));

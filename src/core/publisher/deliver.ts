@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BrokerTarget } from '../mqtt/broker-target.ts';
 import { newClientId } from '../mqtt/broker-target.ts';
-import { BrokerRefusedConnection, OneShotSession, type OutgoingMessage } from '../mqtt/one-shot-publish.ts';
+import { BrokerRefusedConnection, BrokerTlsRefused, OneShotSession, type OutgoingMessage } from '../mqtt/one-shot-publish.ts';
 
 /** Contract §3: the delay before try n+1 is min(0.5 × 2^(n−1), 8) s. */
 export function retryDelayMs(failedTries: number): number {
@@ -25,7 +25,7 @@ export function openSession(target: BrokerTarget, role: string): { session: OneS
 
 /**
  * Delivers `messages` in order on one connection, trying up to `attempts` times on socket errors.
- * A refused CONNACK is final at once: credentials do not get better by retrying.
+ * A refused CONNACK or TLS handshake is final at once: credentials do not get better by retrying.
  */
 export async function deliver(target: BrokerTarget, messages: OutgoingMessage[], options: DeliveryOptions): Promise<void> {
   let opened = options.firstSession;
@@ -39,7 +39,7 @@ export async function deliver(target: BrokerTarget, messages: OutgoingMessage[],
       return;
     } catch (err) {
       session.destroy();
-      if (err instanceof BrokerRefusedConnection || tryNo >= options.attempts) throw err;
+      if (err instanceof BrokerRefusedConnection || err instanceof BrokerTlsRefused || tryNo >= options.attempts) throw err;
       options.onRetry?.(tryNo, err as Error);
       await sleep(retryDelayMs(tryNo));
     }

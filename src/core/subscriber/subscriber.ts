@@ -3,10 +3,9 @@ import type { MamConfig } from '../config/config.ts';
 import { ExitCode, MamError, TransitionRefused } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { type BrokerTarget, describeTarget, newClientId, resolveBrokerTarget, toMqttJsOptions } from '../mqtt/broker-target.ts';
-import { OneShotSession } from '../mqtt/one-shot-publish.ts';
+import { BrokerTlsRefused, OneShotSession, isTlsFailure } from '../mqtt/one-shot-publish.ts';
 import { type JobRecord, isTerminalStatus } from '../registry/job-record.ts';
 import type { Registry } from '../registry/registry.ts';
-import { allEventsTopic, allStateTopic, eventsTopic, stateTopic } from '../wire/topics.ts';
 import { systemMonotonicClock } from './clock.ts';
 import { closedByOperator, diskResolutionPayload, stateFromRecord } from './disk-fallback.ts';
 import { MessageVerifier } from './message-verifier.ts';
@@ -105,10 +104,17 @@ export class Subscriber {
     return code;
   }
 
+  /**
+   * One filter per job (`<root>/<id>/+`, or `<root>/+/+` for `--all`) rather than one each for
+   * `events` and `state`: NATS runs each QoS 1 subscription as its own delivery stream, and with two
+   * of them a job's state overtook its own event in most back-to-back pairs, so the watch resolved
+   * on the state line and never printed the terminal event. `dispatch` messages also match the
+   * filter and are dropped unread.
+   */
   private topics(): string[] {
     const root = this.config.topicRoot;
-    if (this.opts.all) return [allEventsTopic(root), allStateTopic(root)];
-    return this.opts.jobIds.flatMap((id) => [eventsTopic(root, id), stateTopic(root, id)]);
+    if (this.opts.all) return [`${root}/+/+`];
+    return this.opts.jobIds.map((id) => `${root}/${id}/+`);
   }
 
   private connect(): void {
@@ -141,10 +147,16 @@ export class Subscriber {
       client.options.reconnectPeriod = Math.min((client.options.reconnectPeriod ?? RECONNECT_MIN_MS) * 2, RECONNECT_MAX_MS);
     });
     client.on('error', (err: Error & { code?: number | string }) => {
+      if (this.finished) return; // MQTT.js may report one failure more than once
       // A refused CONNACK (bad credentials, not authorized) is final: one line, exit 3.
       if (typeof err.code === 'number' && err.code >= 1 && err.code <= 5) {
         const who = this.target.username ? `user ${this.target.username}` : 'anonymous';
         process.stderr.write(`ERROR: broker ${describeTarget(this.target)} refused ${who}: ${err.message.replace(/^Connection refused: /, '')}\n`);
+        this.end(ExitCode.brokerDown);
+        return;
+      }
+      if (this.target.tls && isTlsFailure(err)) {
+        process.stderr.write(`ERROR: ${new BrokerTlsRefused(this.target, String(err.code ?? err.message)).message}\n`);
         this.end(ExitCode.brokerDown);
         return;
       }
