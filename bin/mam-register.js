@@ -1,2 +1,4 @@
 #!/usr/bin/env node
-import "../dist/mam-register.js";
+// CommonJS on purpose (bin/package.json): an ESM launcher would cost the ESM loader plus a
+// lexer pass over the whole bundle on every start.
+require("../dist/mam-register.cjs");

@@ -121,7 +121,7 @@ export function timersIn(root: string): number[] {
     .map(Number)
     .filter((pid) => {
       const argv = readProc(pid)?.argv ?? [];
-      return argv.some((a) => a.endsWith('mam-heartbeat.js')) && argv.some((a) => a.startsWith(root));
+      return argv.some((a) => a.endsWith("mam-heartbeat.cjs")) && argv.some((a) => a.startsWith(root));
     });
 }
 

@@ -68,7 +68,7 @@ export async function waitForExit(pid: number, timeoutMs: number, pollMs = 10): 
 export function isHeartbeatTimer(pid: number, jobId: string): boolean {
   const info = readProc(pid);
   if (info === undefined) return !hasProcfs() && isAlive(pid);
-  return info.argv.some((a) => a.endsWith('mam-heartbeat.js')) && info.argv.includes(jobId);
+  return info.argv.some((a) => a.endsWith('mam-heartbeat.cjs')) && info.argv.includes(jobId);
 }
 
 function hasProcfs(): boolean {

@@ -18,12 +18,12 @@ const KILL_WAIT_MS = 2_000;
 export type StartOutcome = { armed: true; pid: number } | { armed: false; reason: string };
 
 /**
- * `dist/mam-heartbeat.js`, found from the running bundle: code shared between bins lives in
- * `dist/chunks/`, the rest in `dist/` itself; from the TypeScript sources (tests), the built `dist/`.
+ * `dist/mam-heartbeat.cjs`, found from the running bundle (a sibling in `dist/`), or from the
+ * TypeScript sources (tests), the built `dist/`.
  */
 export function timerScriptPath(from: string = import.meta.url): string {
   const here = path.dirname(fileURLToPath(from));
-  const candidates = [here, path.dirname(here), path.resolve(here, '../../../dist')].map((d) => path.join(d, 'mam-heartbeat.js'));
+  const candidates = [here, path.dirname(here), path.resolve(here, '../../../dist')].map((d) => path.join(d, 'mam-heartbeat.cjs'));
   const found = candidates.find((c) => existsSync(c));
   if (found === undefined) throw new MamError(`heartbeat timer not found (looked for ${candidates.join(', ')}); run the build`);
   return found;
