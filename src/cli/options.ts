@@ -1,8 +1,8 @@
-import type { z } from 'zod';
+import type * as z from 'zod/mini';
 import { UsageError } from '../core/errors.ts';
 
 /** Validates commander's raw options into a typed object; the first problem is a usage error naming its flag. */
-export function parseOptions<S extends z.ZodType>(schema: S, raw: Record<string, unknown>): z.infer<S> {
+export function parseOptions<S extends z.ZodMiniType>(schema: S, raw: Record<string, unknown>): z.infer<S> {
   const parsed = schema.safeParse(raw);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;

@@ -1,20 +1,16 @@
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import type { BrokerConfig } from '../../core/config/config.ts';
 import { parseOptions } from '../options.ts';
 import type { CommandSpec } from '../program.ts';
 
-const portFlag = z
-  .string()
-  .regex(/^\d+$/, 'expected a port number')
-  .transform(Number)
-  .pipe(z.number().int().max(65535, 'expected a port number up to 65535'));
+const portFlag = z.pipe(z.pipe(z.string().check(z.regex(/^\d+$/, 'expected a port number')), z.transform(Number)), z.int().check(z.maximum(65535, 'expected a port number up to 65535')));
 
 const brokerOptions = z.object({
-  port: portFlag.optional(),
-  host: z.string().trim().min(1, 'expected an address').optional(),
-  wsPort: portFlag.optional(),
-  data: z.string().min(1, 'expected a folder').optional(),
+  port: z.optional(portFlag),
+  host: z.optional(z.string().check(z.trim()).check(z.minLength(1, 'expected an address'))),
+  wsPort: z.optional(portFlag),
+  data: z.optional(z.string().check(z.minLength(1, 'expected a folder'))),
 });
 type BrokerOptions = z.infer<typeof brokerOptions>;
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { publicView } from '../../core/registry/job-record.ts';
 import { loadContext, warnIfPublicSandbox } from '../context.ts';
 import { jobIdFlag } from '../flags.ts';
@@ -8,8 +8,8 @@ import { type CommandSpec, registryOption } from '../program.ts';
 const closeOptions = z.object({
   job: jobIdFlag,
   request: z.enum(['cancelled', 'deadline_timeout', 'completed', 'error']),
-  registry: z.string().optional(),
-  json: z.boolean().optional(),
+  registry: z.optional(z.string()),
+  json: z.optional(z.boolean()),
 });
 
 export const closeCommand: CommandSpec = {

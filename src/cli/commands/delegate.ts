@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { UsageError } from '../../core/errors.ts';
 import type { DelegationStatus } from '../../core/delegate/delegation.ts';
 import { loadContext, warnIfPublicSandbox } from '../context.ts';
@@ -9,19 +9,19 @@ import { stopSignal } from '../signals.ts';
 import { readBrief, timingFlags, timingInput } from './register.ts';
 
 const delegateOptions = z.object({
-  brief: z.string().optional(),
-  briefFile: z.string().min(1).optional(),
-  exec: z.string().min(1).optional(),
-  remote: z.string().min(1).optional(),
-  agentSession: z.string().min(1).optional(),
-  heartbeat: secondsFlag.optional(),
-  heartbeatMisses: countFlag.optional(),
-  ackTimeout: secondsFlag.optional(),
-  idleTimeout: secondsFlag.optional(),
-  timeout: secondsFlag.optional(),
-  json: z.boolean().optional(),
-  embeddedBroker: z.boolean().default(true),
-  registry: z.string().optional(),
+  brief: z.optional(z.string()),
+  briefFile: z.optional(z.string().check(z.minLength(1))),
+  exec: z.optional(z.string().check(z.minLength(1))),
+  remote: z.optional(z.string().check(z.minLength(1))),
+  agentSession: z.optional(z.string().check(z.minLength(1))),
+  heartbeat: z.optional(secondsFlag),
+  heartbeatMisses: z.optional(countFlag),
+  ackTimeout: z.optional(secondsFlag),
+  idleTimeout: z.optional(secondsFlag),
+  timeout: z.optional(secondsFlag),
+  json: z.optional(z.boolean()),
+  embeddedBroker: z._default(z.boolean(), true),
+  registry: z.optional(z.string()),
 });
 
 

@@ -1,13 +1,13 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { type JobRecord, publicView } from '../../core/registry/job-record.ts';
 import { loadContext } from '../context.ts';
 import { parseOptions } from '../options.ts';
 import { type CommandSpec, registryOption } from '../program.ts';
 
 const jobsOptions = z.object({
-  json: z.boolean().optional(),
-  status: z.enum(['pending', 'running', 'completed', 'error', 'cancelled']).optional(),
-  registry: z.string().optional(),
+  json: z.optional(z.boolean()),
+  status: z.optional(z.enum(['pending', 'running', 'completed', 'error', 'cancelled'])),
+  registry: z.optional(z.string()),
 });
 
 function ago(iso: string, now: number): string {

@@ -1,13 +1,13 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { publicView } from '../../core/registry/job-record.ts';
 import { loadContext } from '../context.ts';
 import { parseOptions, printJson } from '../options.ts';
 import { type CommandSpec, registryOption } from '../program.ts';
 
 const pickOptions = z.object({
-  agentSession: z.string({ error: 'required' }).min(1),
-  registry: z.string().optional(),
-  json: z.boolean().optional(),
+  agentSession: z.string({ error: 'required' }).check(z.minLength(1)),
+  registry: z.optional(z.string()),
+  json: z.optional(z.boolean()),
 });
 
 export const pickCommand: CommandSpec = {

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { UsageError } from '../../core/errors.ts';
 import { EVENT_NAMES, parseUserData } from '../../core/wire/payloads.ts';
 import { loadContext, warnIfPublicSandbox } from '../context.ts';
@@ -9,14 +9,14 @@ import { type CommandSpec, registryOption } from '../program.ts';
 const publishOptions = z.object({
   job: jobIdFlag,
   event: z.enum(EVENT_NAMES),
-  detail: z.string().optional(),
-  data: z.string().optional(),
-  heartbeat: secondsFlag.optional(),
-  watchPid: countFlag.optional(),
-  attempts: countFlag.default(3),
-  expectDispatchToken: z.string().regex(/^[0-9a-f]{32}$/, 'expected 32 hex characters').optional(),
-  attemptId: countFlag.optional(),
-  registry: z.string().optional(),
+  detail: z.optional(z.string()),
+  data: z.optional(z.string()),
+  heartbeat: z.optional(secondsFlag),
+  watchPid: z.optional(countFlag),
+  attempts: z._default(countFlag, 3),
+  expectDispatchToken: z.optional(z.string().check(z.regex(/^[0-9a-f]{32}$/, 'expected 32 hex characters'))),
+  attemptId: z.optional(countFlag),
+  registry: z.optional(z.string()),
 });
 
 export const publishCommand: CommandSpec = {

@@ -1,11 +1,11 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { publicView } from '../../core/registry/job-record.ts';
 import { loadContext } from '../context.ts';
 import { jobIdFlag } from '../flags.ts';
 import { parseOptions, printJson } from '../options.ts';
 import { type CommandSpec, registryOption } from '../program.ts';
 
-const redispatchOptions = z.object({ job: jobIdFlag, registry: z.string().optional(), json: z.boolean().optional() });
+const redispatchOptions = z.object({ job: jobIdFlag, registry: z.optional(z.string()), json: z.optional(z.boolean()) });
 
 export const redispatchCommand: CommandSpec = {
   name: 'redispatch',

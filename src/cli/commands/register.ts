@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import type { MamConfig } from '../../core/config/config.ts';
 import { UsageError } from '../../core/errors.ts';
 import { publicView } from '../../core/registry/job-record.ts';
@@ -10,19 +10,19 @@ import { collect, parseOptions, printJson } from '../options.ts';
 import { type CommandSpec, registryOption } from '../program.ts';
 
 const registerOptions = z.object({
-  jobId: jobIdFlag.optional(),
-  agentSession: z.string().min(1).optional(),
-  brief: z.string().optional(),
-  briefFile: z.string().min(1).optional(),
-  heartbeat: secondsFlag.optional(),
-  heartbeatMisses: countFlag.optional(),
-  ackTimeout: secondsFlag.optional(),
-  idleTimeout: secondsFlag.optional(),
-  timeout: secondsFlag.optional(),
-  transport: z.enum(['herdr', 'remote']).default('herdr'),
-  dependsOn: z.array(jobIdFlag).default([]),
-  registry: z.string().optional(),
-  json: z.boolean().optional(),
+  jobId: z.optional(jobIdFlag),
+  agentSession: z.optional(z.string().check(z.minLength(1))),
+  brief: z.optional(z.string()),
+  briefFile: z.optional(z.string().check(z.minLength(1))),
+  heartbeat: z.optional(secondsFlag),
+  heartbeatMisses: z.optional(countFlag),
+  ackTimeout: z.optional(secondsFlag),
+  idleTimeout: z.optional(secondsFlag),
+  timeout: z.optional(secondsFlag),
+  transport: z._default(z.enum(['herdr', 'remote']), 'herdr'),
+  dependsOn: z._default(z.array(jobIdFlag), []),
+  registry: z.optional(z.string()),
+  json: z.optional(z.boolean()),
 });
 export type RegisterOptions = z.infer<typeof registerOptions>;
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { publicView } from '../../core/registry/job-record.ts';
 import { loadContext, warnIfPublicSandbox } from '../context.ts';
 import { jobIdFlag } from '../flags.ts';
@@ -6,10 +6,10 @@ import { parseOptions, printJson } from '../options.ts';
 import { type CommandSpec, registryOption } from '../program.ts';
 import { stopSignal } from '../signals.ts';
 
-const session = z.string().min(1).regex(/^[^\s]+$/, 'no spaces');
+const session = z.string().check(z.minLength(1)).check(z.regex(/^[^\s]+$/, 'no spaces'));
 
-const dispatchOptions = z.object({ job: jobIdFlag, session, registry: z.string().optional() });
-const runOptions = z.object({ session, exec: z.string().min(1), once: z.boolean().optional(), registry: z.string().optional() });
+const dispatchOptions = z.object({ job: jobIdFlag, session, registry: z.optional(z.string()) });
+const runOptions = z.object({ session, exec: z.string().check(z.minLength(1)), once: z.optional(z.boolean()), registry: z.optional(z.string()) });
 
 
 const dispatchCommand: CommandSpec = {

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { UsageError } from '../../core/errors.ts';
 import { loadContext, warnIfPublicSandbox } from '../context.ts';
 import { jobIdFlag } from '../flags.ts';
@@ -7,20 +7,17 @@ import { type CommandSpec, registryOption } from '../program.ts';
 import { stopSignal } from '../signals.ts';
 
 /** 0 turns a clock off, as `timeout 0` would. */
-const limitFlag = z
-  .string()
-  .regex(/^\d+(\.\d+)?$/, 'expected a number of seconds')
-  .transform(Number);
+const limitFlag = z.pipe(z.string().check(z.regex(/^\d+(\.\d+)?$/, 'expected a number of seconds')), z.transform(Number));
 
 const subscribeOptions = z.object({
-  job: z.array(jobIdFlag).default([]),
-  all: z.boolean().optional(),
-  timeout: limitFlag.optional(),
-  idleTimeout: limitFlag.optional(),
-  ackTimeout: limitFlag.optional(),
-  remote: z.boolean().optional(),
-  pretty: z.boolean().optional(),
-  registry: z.string().optional(),
+  job: z._default(z.array(jobIdFlag), []),
+  all: z.optional(z.boolean()),
+  timeout: z.optional(limitFlag),
+  idleTimeout: z.optional(limitFlag),
+  ackTimeout: z.optional(limitFlag),
+  remote: z.optional(z.boolean()),
+  pretty: z.optional(z.boolean()),
+  registry: z.optional(z.string()),
 });
 
 

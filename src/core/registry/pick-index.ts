@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import type { JobRecord } from './job-record.ts';
 import { writeJsonAtomic } from './record-store.ts';
 
 const indexSchema = z.object({
   version: z.literal(1),
   /** How many record files the index was built from; a different count on disk means stale. */
-  records: z.number().int().min(0),
+  records: z.int().check(z.minimum(0)),
   /** Pending jobs in registration order (created_at, then job_id). */
   pending: z.array(z.object({ job_id: z.string(), created_at: z.string() })),
 });

@@ -1,5 +1,5 @@
 import { isLosslessNumber } from 'lossless-json';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { MamError } from '../errors.ts';
 import type { JobRecord } from '../registry/job-record.ts';
 import { parseWireJson } from '../wire/canonical-json.ts';
@@ -8,7 +8,7 @@ import { signPayload, verifyPayload } from '../wire/signature.ts';
 import { type SealedToken, openToken, sealToken } from './token-envelope.ts';
 
 const fromLexeme = (v: unknown): unknown => (isLosslessNumber(v) ? Number(v.value) : v);
-const num = <T extends z.ZodType>(schema: T) => z.preprocess(fromLexeme, schema);
+const num = <T extends z.ZodMiniType>(schema: T) => z.pipe(z.transform(fromLexeme), schema);
 
 /**
  * The retained dispatch of contract §6. The timing contract travels as `contract`, the sealed token
@@ -16,20 +16,20 @@ const num = <T extends z.ZodType>(schema: T) => z.preprocess(fromLexeme, schema)
  */
 export const dispatchPayloadSchema = z.looseObject({
   schema_version: num(z.literal(1)),
-  job_id: z.string().regex(/^[0-9a-f]{8}$/),
+  job_id: z.string().check(z.regex(/^[0-9a-f]{8}$/)),
   event: z.literal('dispatch'),
   timestamp: z.string(),
-  session: z.string().min(1),
+  session: z.string().check(z.minLength(1)),
   brief: z.string(),
-  dispatch_token: z.string().regex(/^[0-9a-f]{32}$/),
-  attempt_id: num(z.number().int().min(1)),
-  last_seq: num(z.number().int().min(0)),
+  dispatch_token: z.string().check(z.regex(/^[0-9a-f]{32}$/)),
+  attempt_id: num(z.int().check(z.minimum(1))),
+  last_seq: num(z.int().check(z.minimum(0))),
   contract: z.object({
-    heartbeat_sec: num(z.number().positive()),
-    heartbeat_misses: num(z.number().int().min(1)),
-    ack_timeout_sec: num(z.number().positive()),
-    idle_timeout_sec: num(z.number().positive()),
-    timeout_sec: num(z.number().positive()),
+    heartbeat_sec: num(z.number().check(z.positive())),
+    heartbeat_misses: num(z.int().check(z.minimum(1))),
+    ack_timeout_sec: num(z.number().check(z.positive())),
+    idle_timeout_sec: num(z.number().check(z.positive())),
+    timeout_sec: num(z.number().check(z.positive())),
   }),
   data: z.looseObject({
     auth_token_enc: z.object({ iv: z.string(), ct: z.string(), tag: z.string() }),

@@ -1,5 +1,6 @@
 import { isLosslessNumber } from 'lossless-json';
-import { z } from 'zod';
+import * as z from 'zod/mini';
+import '../zod-messages.ts';
 import { UsageError } from '../errors.ts';
 import { isPlainObject, normalizeForSigning, parseWireJson, wireJson } from './canonical-json.ts';
 import { WireEncodeError, WireParseError } from './wire-errors.ts';
@@ -37,21 +38,21 @@ export const RESERVED_DATA_KEYS = ['hmac_sig', 'dispatch_token', 'attempt_id'] a
  */
 const fromLexeme = (value: unknown): unknown =>
   isLosslessNumber(value) && /^-?\d+$/.test(value.value) ? Number(value.value) : value;
-const positiveInt = z.preprocess(fromLexeme, z.int().min(1));
+const positiveInt = z.pipe(z.transform(fromLexeme), z.int().check(z.minimum(1)));
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
 
 const signedData = z.looseObject({
-  hmac_sig: z.string().regex(/^[0-9a-f]{64}$/, 'expected 64 lowercase hex digits'),
+  hmac_sig: z.string().check(z.regex(/^[0-9a-f]{64}$/, 'expected 64 lowercase hex digits')),
   dispatch_token: z.string(),
   attempt_id: positiveInt,
 });
 
 const envelope = {
-  schema_version: z.preprocess(fromLexeme, z.literal(1)),
+  schema_version: z.pipe(z.transform(fromLexeme), z.literal(1)),
   seq: positiveInt,
-  job_id: z.string().regex(/^[0-9a-f]{8}$/, 'expected 8 lowercase hex digits'),
-  timestamp: z.string().regex(TIMESTAMP, 'expected YYYY-MM-DDTHH:MM:SSZ'),
+  job_id: z.string().check(z.regex(/^[0-9a-f]{8}$/, 'expected 8 lowercase hex digits')),
+  timestamp: z.string().check(z.regex(TIMESTAMP, 'expected YYYY-MM-DDTHH:MM:SSZ')),
   detail: z.string(),
   data: signedData,
 };

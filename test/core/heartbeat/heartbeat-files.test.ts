@@ -73,7 +73,7 @@ describe('timer arguments', () => {
   });
 
   it('the timer script is found next to the bundle (built by the test setup)', () => {
-    expect(timerScriptPath()).toMatch(/dist\/mam-heartbeat\.js$/);
+    expect(timerScriptPath()).toMatch(/dist\/mam-heartbeat\.cjs$/);
   });
 });
 
