@@ -114,6 +114,17 @@ describe('mam delegate, end to end', () => {
     expect(alive(Number(readFileSync(pidFile, 'utf8')))).toBe(false);
   });
 
+  it('examples/wrapper.sh, the same flow by hand, ends 0 with the JSON lines on stdout', async () => {
+    const ws = makeWorkspace(env);
+    const child = spawn(path.join(REPO_ROOT, 'examples/wrapper.sh'), ['by hand', AGENT], { cwd: ws.root, env: ws.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    let stdout = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    expect(code).toBe(0);
+    expect(events(stdout).at(-1)).toMatchObject({ event: 'completed' });
+  });
+
   it('a remote session: dispatched to a runner in another workspace, exit 0', async () => {
     const secret = { MAM_DISPATCH_SECRET: 'delegate-remote-secret' };
     const a = makeWorkspace({ ...env, ...secret });
