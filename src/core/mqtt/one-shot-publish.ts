@@ -68,6 +68,7 @@ export class OneShotSession {
   private waiters = new Map<string, (packet: mqttPacket.Packet) => void>();
   private failure: Error | undefined;
   private onFailure: ((err: Error) => void) | undefined;
+  private pinger: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly target: BrokerTarget,
@@ -106,7 +107,23 @@ export class OneShotSession {
     }).then((packet) => {
       const rc = (packet as mqttPacket.IConnackPacket).returnCode ?? 0;
       if (rc !== 0) throw new BrokerRefusedConnection(target, rc);
+      this.keepAlive();
     });
+  }
+
+  /**
+   * MQTT 3.1.1 §3.1.2.10: the client must send something within each keepalive period, or the
+   * broker drops it after 1.5 periods. The session is opened before the registry work, which can
+   * wait out a stale lock (5 s and more), so a low MQTT_KEEPALIVE used to lose the connection before
+   * the PUBLISH and turn a reachable broker into exit 2.
+   */
+  private keepAlive(): void {
+    const periodMs = this.target.keepalive * 1000;
+    if (periodMs <= 0 || this.failure) return;
+    this.pinger = setInterval(() => {
+      if (!this.failure) this.write({ cmd: 'pingreq' });
+    }, Math.max(periodMs / 2, 100));
+    this.pinger.unref();
   }
 
   /** Sends every message at QoS 1 back to back, then waits for all their PUBACKs. */
@@ -123,6 +140,7 @@ export class OneShotSession {
   /** DISCONNECT and close; never throws. */
   async end(): Promise<void> {
     const socket = this.socket;
+    clearInterval(this.pinger);
     if (!socket || socket.destroyed) return;
     this.failure ??= new Error('ended');
     try {
@@ -144,6 +162,7 @@ export class OneShotSession {
   }
 
   destroy(): void {
+    clearInterval(this.pinger);
     this.failure ??= new Error('destroyed');
     this.socket?.destroy();
   }
@@ -185,6 +204,7 @@ export class OneShotSession {
   private fail(err: Error): void {
     if (this.failure) return;
     this.failure = err;
+    clearInterval(this.pinger);
     const notify = this.onFailure;
     this.onFailure = undefined;
     notify?.(err);
