@@ -1,4 +1,4 @@
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { type JobRecord, publicView } from './job-record.ts';
 import type { RegistryPaths } from './paths.ts';
 import { FILE_MODE, ensureDir, writeJsonAtomic } from './record-store.ts';
@@ -16,6 +16,11 @@ export type AuditType =
   | 'refused'
   | 'reconnected'
   | 'redispatched';
+
+/** How much of `events.ndjson` is read per step when looking for the last `published` line from the end. */
+const TAIL_CHUNK = 64 * 1024;
+const PUBLISHED_LINE = Buffer.from('{"type":"published"');
+const NEWLINE = 0x0a;
 
 export interface AuditEntry {
   type: AuditType;
@@ -39,6 +44,44 @@ export class AuditLog {
     appendFileSync(this.paths.events(jobId), line, { mode: FILE_MODE });
   }
 
+  /**
+   * The seq of the job's last `published` line, 0 when there is none. Lines are appended under the
+   * registry lock, so the last one holds the highest seq; the file is read backwards from its end,
+   * usually one chunk.
+   */
+  lastPublishedSeq(jobId: string): number {
+    let fd: number;
+    try {
+      fd = openSync(this.paths.events(jobId), 'r');
+    } catch {
+      return 0;
+    }
+    try {
+      let pos = fstatSync(fd).size;
+      // Bytes after the last newline seen so far that belong to a line starting in an earlier chunk.
+      let carry = Buffer.alloc(0);
+      while (pos > 0) {
+        const start = Math.max(0, pos - TAIL_CHUNK);
+        const chunk = Buffer.alloc(pos - start);
+        readSync(fd, chunk, 0, chunk.length, start);
+        pos = start;
+        const buf = Buffer.concat([chunk, carry]);
+        let end = buf.length;
+        for (let i = buf.length - 1; i >= -1; i--) {
+          if (i >= 0 && buf[i] !== NEWLINE) continue;
+          if (i < 0 && pos > 0) break; // the line goes on in the previous chunk
+          const seq = publishedSeq(buf.subarray(i + 1, end));
+          if (seq !== undefined) return seq;
+          end = i;
+        }
+        carry = buf.subarray(0, end);
+      }
+      return 0;
+    } finally {
+      closeSync(fd);
+    }
+  }
+
   async writeMeta(record: JobRecord): Promise<void> {
     await writeJsonAtomic(this.paths.meta(record.job_id), publicView(record));
   }
@@ -49,5 +92,15 @@ export class AuditLog {
       updated_at: record.updated_at,
       last_seq: record.last_seq,
     });
+  }
+}
+
+function publishedSeq(line: Buffer): number | undefined {
+  if (line.length < PUBLISHED_LINE.length || !line.subarray(0, PUBLISHED_LINE.length).equals(PUBLISHED_LINE)) return undefined;
+  try {
+    const seq = (JSON.parse(line.toString('utf8')) as { seq?: unknown }).seq;
+    return typeof seq === 'number' && Number.isInteger(seq) ? seq : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -216,13 +216,23 @@ export class Registry {
 
   private async commit(record: JobRecord, request: TransitionRequest, source: string, hooks: CommitHooks = {}): Promise<Commit> {
     const jobId = record.job_id;
-    const plan = planTransition(record, request, new Date().toISOString());
+    // The audit lines of a commit are written before its record (below). A publisher killed between
+    // the two left a `published` seq that its record never took: the next event takes the seq after
+    // it, so that no seq is ever written twice, and the one left behind is marked as such.
+    const logged = request.kind === 'event' ? this.audit.lastPublishedSeq(jobId) : 0;
+    const aborted = logged > record.last_seq ? logged : undefined;
+    const base = aborted === undefined ? record : { ...record, last_seq: aborted };
+    const plan = planTransition(base, request, new Date().toISOString());
     const reason = plan.outcome === 'refused' ? plan.reason : hooks.check?.(record);
     if (plan.outcome === 'refused' || reason !== undefined) {
       this.audit.append(jobId, { type: 'refused', source, request: describe(request), reason, status: record.status, attempt_id: record.attempt_id });
       throw new TransitionRefused(jobId, reason!);
     }
     const next = plan.next;
+    if (aborted !== undefined) this.audit.append(jobId, { type: 'publish_failed', seq: aborted, reason: 'aborted: its publisher ended before the seq was committed' });
+    // Write-ahead: the hooks' lines (the signed `published` payload) go to the audit before the
+    // record takes the seq, so a seq on the record always has its line, whenever a SIGKILL lands.
+    for (const entry of hooks.audit?.(next, plan.seq) ?? []) this.audit.append(jobId, entry);
     // A pick maintains the index itself, once, for every entry it walked.
     const pendingChanged = request.kind !== 'pick' && (record.status === 'pending') !== (next.status === 'pending');
     if (pendingChanged && next.status === 'pending') await this.updateIndex(next);
@@ -240,7 +250,6 @@ export class Registry {
         ...(next.detail !== null && next.detail !== record.detail ? { detail: next.detail } : {}),
       });
     }
-    for (const entry of hooks.audit?.(next, plan.seq) ?? []) this.audit.append(jobId, entry);
     return { record: next, previous: record, seq: plan.seq };
   }
 

@@ -41,9 +41,12 @@ function lastTerminalPayload(registry: Registry, record: JobRecord): unknown {
     const line = lines[i]!;
     if (!line.includes('"published"')) continue;
     try {
-      const entry = JSON.parse(line) as { type?: string; event?: string; payload?: { data?: { attempt_id?: number } } };
+      const entry = JSON.parse(line) as { type?: string; seq?: number; event?: string; payload?: { data?: { attempt_id?: number } } };
       if (entry.type !== 'published' || (entry.event !== 'completed' && entry.event !== 'error')) continue;
       if (entry.payload?.data?.attempt_id !== record.attempt_id) continue;
+      // The terminal event that ended the job is its record's last seq and status; a `published`
+      // line of a publisher killed before its commit (see Registry.commit) is neither.
+      if (entry.seq !== record.last_seq || entry.event !== record.status) continue;
       return entry.payload;
     } catch {
       // A line this version cannot read is skipped, never fatal.
