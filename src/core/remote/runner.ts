@@ -101,7 +101,10 @@ export class RemoteRunner {
     }
     if (verdict.dispatch.session !== this.opts.session) return;
     const key = `${verdict.dispatch.job_id}/${verdict.dispatch.attempt_id}`;
-    if (this.queue.some((t) => `${t.dispatch.job_id}/${t.dispatch.attempt_id}` === key)) return;
+    if (this.queue.some((t) => `${t.dispatch.job_id}/${t.dispatch.attempt_id}` === key)) {
+      this.rejectReplay(verdict.dispatch);
+      return;
+    }
     this.queue.push({ dispatch: verdict.dispatch, authToken: verdict.authToken });
     this.wake?.();
   }
@@ -109,7 +112,16 @@ export class RemoteRunner {
   /** A verified `cancelled` state for the running attempt stops the agent (contract §6). */
   private onState(topic: string, payload: Buffer): void {
     const verdict = this.verifier.verify(topic, payload, false);
-    if (!verdict.ok || verdict.message.kind !== 'state' || verdict.message.status !== 'cancelled') return;
+    if (!verdict.ok) {
+      // A forged or stale cancel is evidence of an attack on a running job: audited like the
+      // subscriber's discards, in the job's log when this registry has the job.
+      if (verdict.reason === 'ignored') return;
+      const entry = { type: 'rejected' as const, reason: verdict.reason, topic, seq: verdict.seq, detail: verdict.detail };
+      if (verdict.jobId && verdict.reason !== 'unknown_job' && this.registry.exists(verdict.jobId)) this.registry.audit.append(verdict.jobId, entry);
+      else this.opts.log.warn(entry, 'message rejected');
+      return;
+    }
+    if (verdict.message.kind !== 'state' || verdict.message.status !== 'cancelled') return;
     const jobId = verdict.message.jobId;
     if (this.cancelled.has(jobId)) return;
     this.cancelled.add(jobId);
@@ -124,7 +136,7 @@ export class RemoteRunner {
     const topic = dispatchTopic(this.config.topicRoot, jobId);
     const target = resolveBrokerTarget(this.config.broker);
     if (!(await this.registry.adopt(record))) {
-      this.opts.log.info({ job: jobId, attempt: dispatch.attempt_id }, 'dispatch already run here; ignored');
+      this.rejectReplay(dispatch);
       return undefined;
     }
     // Retire the retained dispatch so that no runner (this one after a restart included) takes it again.
@@ -138,6 +150,12 @@ export class RemoteRunner {
     try {
       // The heartbeat watches this runner: if it dies, the beats stop and the delegator sees idle.
       await this.publish(env, ['--job', jobId, '--event', 'started', '--heartbeat', String(dispatch.contract.heartbeat_sec), '--watch-pid', String(process.pid)]);
+      // A cancel heard while `started` was being published (the retained one of a job cancelled
+      // before we took it comes right after the subscription) found no agent to stop: never start it.
+      if (this.cancelled.has(jobId)) {
+        await this.registry.close(jobId, 'cancelled').catch(() => undefined);
+        return 'cancelled';
+      }
       this.agent = new AgentProcess(this.opts.exec, {
         ...env,
         JOB_ID: jobId,
@@ -163,6 +181,18 @@ export class RemoteRunner {
     } finally {
       this.client.unsubscribe(stateTopic(this.config.topicRoot, jobId));
       this.watchedJob = undefined;
+    }
+  }
+
+  /**
+   * A verified dispatch of an attempt this runner already holds (queued, or taken before): a replay,
+   * whether an attacker's copy or a retained leftover. Never run; logged and audited like any discard.
+   */
+  private rejectReplay(dispatch: DispatchPayload): void {
+    const entry = { job: dispatch.job_id, attempt: dispatch.attempt_id, reason: 'replay' };
+    this.opts.log.warn(entry, 'dispatch rejected');
+    if (this.registry.exists(dispatch.job_id)) {
+      this.registry.audit.append(dispatch.job_id, { type: 'rejected', reason: 'replay', topic: dispatchTopic(this.config.topicRoot, dispatch.job_id), attempt_id: dispatch.attempt_id });
     }
   }
 
