@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** What the heartbeat needs to know about one process, read from Linux's /proc. */
@@ -50,12 +51,12 @@ export function isAlive(pid: number): boolean {
   return state !== 'Z' && state !== 'X';
 }
 
-/** Polls until `pid` is gone; true if it went within `timeoutMs`. */
+/** Polls until `pid` is gone; true if it went within `timeoutMs` (monotonic: a clock step neither cuts nor stretches the drain). */
 export async function waitForExit(pid: number, timeoutMs: number, pollMs = 10): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   for (;;) {
     if (!isAlive(pid)) return true;
-    if (Date.now() >= deadline) return false;
+    if (performance.now() >= deadline) return false;
     await sleep(pollMs);
   }
 }

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { MamError } from '../errors.ts';
@@ -61,12 +62,12 @@ export async function startHeartbeat(
     }
     let exitCode: number | null | undefined;
     child.once('exit', (code) => (exitCode = code));
-    const deadline = Date.now() + PIDFILE_WAIT_MS;
+    const deadline = performance.now() + PIDFILE_WAIT_MS; // monotonic, like every deadline here
     while (files.readPid() !== pid) {
       // 0: it recorded its pid, found the attempt over (a close raced us) and cleaned up.
       if (exitCode === 0) return { armed: false, reason: 'the attempt ended while the timer started' };
       if (exitCode !== undefined) throw new MamError('heartbeat timer exited before it recorded its pid');
-      if (Date.now() >= deadline) {
+      if (performance.now() >= deadline) {
         child.kill('SIGKILL');
         throw new MamError(`heartbeat timer did not record its pid within ${PIDFILE_WAIT_MS / 1000} s`);
       }

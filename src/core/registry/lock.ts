@@ -1,50 +1,97 @@
 import { mkdirSync, rmdirSync, statSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import lockfile from 'proper-lockfile';
 import { MamError, RegistryLockTimeout } from '../errors.ts';
 
 /**
- * A lock is stale when its mtime is older than this. The holder refreshes the mtime every
- * REFRESH_MS, so only a dead holder (SIGKILL, power loss) leaves one this old: the next command
- * takes it over within about five seconds.
+ * A lock is stale when a waiter has watched its mtime stay put for this long. The holder refreshes
+ * the mtime every REFRESH_MS, so only a dead holder (SIGKILL, power loss) leaves one unchanged: the
+ * next command takes it over within about five seconds.
+ *
+ * Staleness is judged on the waiter's monotonic clock, never by comparing its wall clock with the
+ * mtime: a waiter whose clock jumped a day ahead (an NTP step, a resumed laptop, `date -s`) would
+ * otherwise see every live lock as a day old and break it under its holder.
  */
 const STALE_MS = 5_000;
 const REFRESH_MS = 1_000;
+/**
+ * A lock that is old by the wall clock as well is taken over once it has been watched through a
+ * refresh it missed: a lock left behind an hour ago is not waited on for five more seconds, and a
+ * live holder, refreshing every REFRESH_MS, is never judged on its wall-clock age alone.
+ */
+const QUICK_WATCH_MS = REFRESH_MS + 250;
 /** How long a command waits for the lock before it gives up with a one-line error. */
 const WAIT_MS = 30_000;
-/** The breaker is held for two syscalls; one this old was left by a process killed inside them. */
+/** The breaker is held for two syscalls; one watched unchanged this long was left by a process killed inside them. */
 const BREAKER_STALE_MS = 2_000;
-/** proper-lockfile is told never to break a lock itself (see breakIfStale). */
-const NEVER_STALE_MS = 24 * 3600_000;
+/**
+ * proper-lockfile is told never to break a lock itself (see breakIfStale), nor to declare its own
+ * lock compromised by the wall clock: both are wall-clock comparisons a clock jump of a day defeats.
+ */
+const NEVER_STALE_MS = 100 * 365 * 24 * 3600_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const monotonicNow = (): number => performance.now();
 
-function ageMs(file: string): number | undefined {
+interface Sighting {
+  mtimeMs: number;
+  /** Monotonic ms since which the mtime has been seen unchanged. */
+  since: number;
+}
+
+/** What one waiter has seen of the lock (and breaker) folders' mtimes, on its monotonic clock. */
+class LockWatch {
+  private readonly seen = new Map<string, Sighting>();
+
+  /** The path's mtime, how long it has been watched unchanged, and its wall-clock age; undefined when gone. */
+  look(file: string): { mtimeMs: number; unchangedMs: number; wallAgeMs: number } | undefined {
+    const mtimeMs = mtimeOf(file);
+    if (mtimeMs === undefined) {
+      this.seen.delete(file);
+      return undefined;
+    }
+    const now = monotonicNow();
+    let sighting = this.seen.get(file);
+    if (sighting?.mtimeMs !== mtimeMs) {
+      sighting = { mtimeMs, since: now };
+      this.seen.set(file, sighting);
+    }
+    return { mtimeMs, unchangedMs: now - sighting.since, wallAgeMs: Date.now() - mtimeMs };
+  }
+}
+
+function mtimeOf(file: string): number | undefined {
   try {
-    return Date.now() - statSync(file).mtimeMs;
+    return statSync(file).mtimeMs;
   } catch {
     return undefined;
   }
+}
+
+function isStale(s: { unchangedMs: number; wallAgeMs: number }, staleMs: number, quickMs: number): boolean {
+  return s.unchangedMs >= staleMs || (s.unchangedMs >= quickMs && s.wallAgeMs >= staleMs);
 }
 
 /**
  * Removes a stale lock, one breaker at a time. proper-lockfile's own takeover (stat, rmdir, mkdir)
  * lets two waiters that both saw the stale lock both go in: the slower one removes the fresh lock
  * the faster one just made (proper-lockfile#121). Here the removal happens only while holding
- * `<lock>.break` (mkdir, atomic) and after a second look at the lock under it, so a lock that was
- * broken and re-taken meanwhile is left alone.
+ * `<lock>.break` (mkdir, atomic) and after a second look at the lock under it: only the very lock
+ * this waiter watched go stale (same mtime) is removed, so one broken and re-taken meanwhile is left alone.
  */
-function breakIfStale(lockPath: string): void {
-  const age = ageMs(lockPath);
-  if (age === undefined || age < STALE_MS) return;
+function breakIfStale(lockPath: string, watch: LockWatch): void {
+  const lock = watch.look(lockPath);
+  if (lock === undefined || !isStale(lock, STALE_MS, QUICK_WATCH_MS)) return;
   const breaker = `${lockPath}.break`;
   try {
     mkdirSync(breaker);
   } catch {
-    if ((ageMs(breaker) ?? 0) > BREAKER_STALE_MS) rmdirQuietly(breaker);
+    const held = watch.look(breaker);
+    if (held !== undefined && isStale(held, BREAKER_STALE_MS, BREAKER_STALE_MS)) rmdirQuietly(breaker);
     return;
   }
   try {
-    if ((ageMs(lockPath) ?? 0) >= STALE_MS) rmdirQuietly(lockPath);
+    if (mtimeOf(lockPath) === lock.mtimeMs) rmdirQuietly(lockPath);
   } finally {
     rmdirQuietly(breaker);
   }
@@ -65,7 +112,8 @@ function rmdirQuietly(dir: string): void {
  */
 export async function withRegistryLock<T>(registryDir: string, lockPath: string, fn: () => Promise<T> | T): Promise<T> {
   mkdirSync(registryDir, { recursive: true, mode: 0o700 });
-  const started = Date.now();
+  const started = monotonicNow();
+  const watch = new LockWatch();
   let compromised: Error | undefined;
   let release: () => Promise<void>;
   let delay = 5;
@@ -85,8 +133,8 @@ export async function withRegistryLock<T>(registryDir: string, lockPath: string,
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw err;
-      if (Date.now() - started > WAIT_MS) throw new RegistryLockTimeout(lockPath, Date.now() - started);
-      breakIfStale(lockPath);
+      if (monotonicNow() - started > WAIT_MS) throw new RegistryLockTimeout(lockPath, monotonicNow() - started);
+      breakIfStale(lockPath, watch);
       await sleep(delay / 2 + Math.random() * delay);
       delay = Math.min(delay * 1.3, 50);
     }
