@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { monotonicMs } from '../monotonic.ts';
 
 /** What the heartbeat needs to know about one process, read from Linux's /proc. */
 export interface ProcInfo {
@@ -53,10 +53,10 @@ export function isAlive(pid: number): boolean {
 
 /** Polls until `pid` is gone; true if it went within `timeoutMs` (monotonic: a clock step neither cuts nor stretches the drain). */
 export async function waitForExit(pid: number, timeoutMs: number, pollMs = 10): Promise<boolean> {
-  const deadline = performance.now() + timeoutMs;
+  const deadline = monotonicMs() + timeoutMs;
   for (;;) {
     if (!isAlive(pid)) return true;
-    if (performance.now() >= deadline) return false;
+    if (monotonicMs() >= deadline) return false;
     await sleep(pollMs);
   }
 }

@@ -1,7 +1,7 @@
 import { mkdirSync, rmdirSync, statSync } from 'node:fs';
-import { performance } from 'node:perf_hooks';
 import lockfile from 'proper-lockfile';
 import { MamError, RegistryLockTimeout } from '../errors.ts';
+import { monotonicMs } from '../monotonic.ts';
 
 /**
  * A lock is stale when a waiter has watched its mtime stay put for this long. The holder refreshes
@@ -31,7 +31,6 @@ const BREAKER_STALE_MS = 2_000;
 const NEVER_STALE_MS = 100 * 365 * 24 * 3600_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const monotonicNow = (): number => performance.now();
 
 interface Sighting {
   mtimeMs: number;
@@ -50,7 +49,7 @@ class LockWatch {
       this.seen.delete(file);
       return undefined;
     }
-    const now = monotonicNow();
+    const now = monotonicMs();
     let sighting = this.seen.get(file);
     if (sighting?.mtimeMs !== mtimeMs) {
       sighting = { mtimeMs, since: now };
@@ -112,7 +111,7 @@ function rmdirQuietly(dir: string): void {
  */
 export async function withRegistryLock<T>(registryDir: string, lockPath: string, fn: () => Promise<T> | T): Promise<T> {
   mkdirSync(registryDir, { recursive: true, mode: 0o700 });
-  const started = monotonicNow();
+  const started = monotonicMs();
   const watch = new LockWatch();
   let compromised: Error | undefined;
   let release: () => Promise<void>;
@@ -133,7 +132,7 @@ export async function withRegistryLock<T>(registryDir: string, lockPath: string,
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw err;
-      if (monotonicNow() - started > WAIT_MS) throw new RegistryLockTimeout(lockPath, monotonicNow() - started);
+      if (monotonicMs() - started > WAIT_MS) throw new RegistryLockTimeout(lockPath, monotonicMs() - started);
       breakIfStale(lockPath, watch);
       await sleep(delay / 2 + Math.random() * delay);
       delay = Math.min(delay * 1.3, 50);
