@@ -2,7 +2,7 @@
 // event, and start-up is most of its cost. Measured on the publish path: one CommonJS file per bin
 // starts ~100 ms faster than ESM with shared chunks (no module graph to resolve and link), and
 // dynamic imports still defer the evaluation of code a command does not run.
-import { readdirSync, rmSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -37,3 +37,13 @@ await build({
   logLevel: 'warning',
   legalComments: 'none',
 });
+
+// bin/load-bundle.cjs runs a bundle as a vm.Script, where a dynamic import() has no loader: externals
+// are loaded with require (createRequire), and the bundler turns imports of our own modules into
+// requires. A bundle that still holds one would fail only when that line runs, so fail here.
+for (const f of readdirSync(path.join(root, 'dist')).filter((f) => f.endsWith('.cjs'))) {
+  if (/[^\w$.]import\(/.test(readFileSync(path.join(root, 'dist', f), 'utf8'))) {
+    console.error(`build: dist/${f} holds a dynamic import(), which bin/load-bundle.cjs cannot run; load that module with createRequire`);
+    process.exit(1);
+  }
+}

@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
+import { createRequire } from 'node:module';
 import type { Duplex } from 'node:stream';
 import { timingSafeEqual } from 'node:crypto';
 import { MamError } from '../errors.ts';
@@ -44,6 +45,11 @@ interface WsModule {
 }
 const WS_MODULE: string = 'ws';
 
+// ws, level and aedes-persistence-level stay out of the bundles (native code, optional parts) and
+// are CommonJS packages: loaded with require, which works alike from the sources and the bundles,
+// where a dynamic import() would need the ESM loader in the middle of bin/load-bundle.cjs's script.
+const requireDependency = createRequire(import.meta.url);
+
 // The handshake of a client that never sends CONNECT is bounded so a stuck peer cannot hold a slot.
 const CONNECT_TIMEOUT_MS = 10_000;
 // aedes.close() ends clients politely; a peer that never reads must not make close() hang.
@@ -82,7 +88,7 @@ export async function startEmbeddedBroker(opts: EmbeddedBrokerOptions): Promise<
 
     let wsPort: number | undefined;
     if (opts.wsPort !== undefined) {
-      const ws = (await import(WS_MODULE)) as WsModule;
+      const ws = requireDependency(WS_MODULE) as WsModule;
       const http = createHttpServer();
       const wsSockets = new Set<Socket>();
       track(http, wsSockets);
@@ -113,10 +119,8 @@ export async function startEmbeddedBroker(opts: EmbeddedBrokerOptions): Promise<
 
 async function openDb(dataDir: string) {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  const [{ Level }, { default: aedesPersistenceLevel }] = await Promise.all([
-    import('level'),
-    import('aedes-persistence-level'),
-  ]);
+  const { Level } = requireDependency('level') as typeof import('level');
+  const aedesPersistenceLevel = requireDependency('aedes-persistence-level') as typeof import('aedes-persistence-level').default;
   const db = new Level<string, Buffer>(dataDir);
   try {
     await db.open();

@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { MamError } from '../errors.ts';
+import { monotonicMs } from '../monotonic.ts';
 import { isTerminalStatus } from '../registry/job-record.ts';
 import type { Registry } from '../registry/registry.ts';
 import { HeartbeatFiles } from './heartbeat-files.ts';
@@ -31,6 +31,16 @@ export function timerScriptPath(from: string = import.meta.url): string {
 }
 
 /**
+ * How to start the timer: through `bin/load-bundle.cjs` when it is there, for its V8 code cache
+ * (a `started --heartbeat` waits for the timer to record its pid), else the bundle itself.
+ */
+function timerLaunch(): string[] {
+  const script = timerScriptPath();
+  const loader = path.join(path.dirname(script), '..', 'bin', 'load-bundle.cjs');
+  return existsSync(loader) ? [loader, script] : [script];
+}
+
+/**
  * Arms the heartbeat of contract §5 for the attempt that just published `started`. Under the
  * heartbeat lock: an attempt that already ended (terminal record, redispatched, or its barrier
  * written) arms nothing; a previous timer is stopped first; and the lock is held until the new timer
@@ -50,7 +60,7 @@ export async function startHeartbeat(
     }
     if (files.fences(args.attemptId)) return { armed: false, reason: `attempt ${args.attemptId} has ended (heartbeat barrier)` };
     await stopTimerLocked(files, drainMs);
-    const child = spawn(process.execPath, [timerScriptPath(), ...timerArgv({ ...args, registryDir: registry.paths.registryDir, logDir: registry.paths.logDir })], {
+    const child = spawn(process.execPath, [...timerLaunch(), ...timerArgv({ ...args, registryDir: registry.paths.registryDir, logDir: registry.paths.logDir })], {
       detached: true,
       stdio: 'ignore',
     });
@@ -62,12 +72,12 @@ export async function startHeartbeat(
     }
     let exitCode: number | null | undefined;
     child.once('exit', (code) => (exitCode = code));
-    const deadline = performance.now() + PIDFILE_WAIT_MS; // monotonic, like every deadline here
+    const deadline = monotonicMs() + PIDFILE_WAIT_MS; // monotonic, like every deadline here
     while (files.readPid() !== pid) {
       // 0: it recorded its pid, found the attempt over (a close raced us) and cleaned up.
       if (exitCode === 0) return { armed: false, reason: 'the attempt ended while the timer started' };
       if (exitCode !== undefined) throw new MamError('heartbeat timer exited before it recorded its pid');
-      if (performance.now() >= deadline) {
+      if (monotonicMs() >= deadline) {
         child.kill('SIGKILL');
         throw new MamError(`heartbeat timer did not record its pid within ${PIDFILE_WAIT_MS / 1000} s`);
       }
