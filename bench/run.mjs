@@ -26,6 +26,8 @@ function registerJob(ws) {
   const contenders = {
     'mam-publish': () => run(node, [bin('mam-publish'), '--job', job, '--event', 'progress'], ws),
     'mam-publish (no NODE_EXTRA_CA_CERTS)': () => run(node, [bin('mam-publish'), '--job', job, '--event', 'progress'], ws, withoutExtraCa),
+    // The same without bin/load-bundle.cjs's V8 code cache: what a first run after an install costs.
+    'mam-publish (MAM_CODE_CACHE=0)': () => run(node, [bin('mam-publish'), '--job', job, '--event', 'progress'], ws, { MAM_CODE_CACHE: '0' }),
     'MQTT.js minimal script': () => run(node, [path.join(ROOT, 'bench/baselines/mqtt-js-publish.mjs'), '127.0.0.1', String(broker.port)], ws),
     ...(hasPaho ? { 'Python paho-mqtt script': () => run(python, [path.join(ROOT, 'bench/baselines/paho-publish.py'), '127.0.0.1', String(broker.port)], ws) } : {}),
     'mosquitto_pub -q 1 (one message)': () => run('mosquitto_pub', ['-h', '127.0.0.1', '-p', String(broker.port), '-q', '1', '-t', 'bench/c/events', '-m', '{}'], ws),
