@@ -22,6 +22,8 @@ interface CachedRecord {
   record: JobRecord;
   mtimeMs: number;
   size: number;
+  /** The batch in which the file was last checked (see `verify`'s `batch`). */
+  batch?: number | undefined;
 }
 
 /**
@@ -39,7 +41,13 @@ export class MessageVerifier {
     private readonly watches: (jobId: string) => boolean,
   ) {}
 
-  verify(topic: string, payload: Uint8Array, retained: boolean): Verdict {
+  /**
+   * `batch` names a batch of messages that had all arrived before it began: within one, each job's
+   * record file is checked once, not once per message (a stat per message was a sixth of a monitor's
+   * time). A record checked during the batch is at least as new as any message in it, so a
+   * redispatch is still seen before the first message signed for the new attempt.
+   */
+  verify(topic: string, payload: Uint8Array, retained: boolean, batch?: number): Verdict {
     const where = parseTopic(this.topicRoot, topic);
     if (!where) return { ok: false, reason: 'topic', detail: topic };
     // Dispatches share the per-job filter; they are the remote runner's business, not a watcher's.
@@ -65,7 +73,7 @@ export class MessageVerifier {
     if (p.job_id !== jobId) return { ok: false, reason: 'topic', jobId, seq: p.seq, detail: `payload names job ${p.job_id}` };
     let record: JobRecord;
     try {
-      record = this.record(jobId);
+      record = this.record(jobId, batch);
     } catch (err) {
       if (err instanceof NoSuchJob) return { ok: false, reason: 'unknown_job', jobId, seq: p.seq };
       return { ok: false, reason: 'corrupt_record', jobId, seq: p.seq, detail: (err as Error).message };
@@ -83,8 +91,10 @@ export class MessageVerifier {
     return { ok: true, message, record };
   }
 
-  /** The job's record, re-read only when its file changed (a stat per message, not a parse). */
-  record(jobId: string): JobRecord {
+  /** The job's record, re-read only when its file changed (a stat per call, or per `batch`, not a parse). */
+  record(jobId: string, batch?: number): JobRecord {
+    const cached = this.records.get(jobId);
+    if (batch !== undefined && cached?.batch === batch) return cached.record;
     const file = this.registry.paths.record(jobId);
     let stat;
     try {
@@ -93,10 +103,12 @@ export class MessageVerifier {
       this.records.delete(jobId);
       throw new NoSuchJob(jobId);
     }
-    const cached = this.records.get(jobId);
-    if (cached && cached.mtimeMs === stat.mtimeMs && cached.size === stat.size) return cached.record;
+    if (cached && cached.mtimeMs === stat.mtimeMs && cached.size === stat.size) {
+      cached.batch = batch;
+      return cached.record;
+    }
     const record = this.registry.read(jobId);
-    this.records.set(jobId, { record, mtimeMs: stat.mtimeMs, size: stat.size });
+    this.records.set(jobId, { record, mtimeMs: stat.mtimeMs, size: stat.size, batch });
     return record;
   }
 }

@@ -57,6 +57,10 @@ export class Subscriber {
   private client: MqttClient | undefined;
   private readonly inbox: Inbound[] = [];
   private draining = false;
+  /** Which drain batch is running (see `drain`). */
+  private batch = 0;
+  /** Lines printed during the running batch, written at its end; undefined outside a batch. */
+  private pendingOutput: string[] | undefined;
   private deadlineTimer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private subscribedOnce = false;
@@ -198,16 +202,40 @@ export class Subscriber {
     setImmediate(() => this.drain());
   }
 
-  /** Verification runs here, never on the network callback. */
+  /**
+   * Verification runs here, never on the network callback. Every message of a batch arrived before
+   * it began (the verifier checks each record once per batch), and its lines go out in one write:
+   * a write per line was a sixth of a monitor's time.
+   */
   private drain(): void {
     this.draining = false;
-    let n = 0;
-    while (n++ < DRAIN_BATCH && this.inbox.length > 0 && !this.finished) this.handle(this.inbox.shift()!);
+    this.batch++;
+    this.pendingOutput = [];
+    try {
+      // One splice per batch: a shift() per message moved the whole backlog each time.
+      for (const msg of this.inbox.splice(0, DRAIN_BATCH)) {
+        if (this.finished) break;
+        this.handle(msg);
+      }
+    } finally {
+      this.flushOutput();
+    }
     if (this.inbox.length > 0 && !this.finished) this.scheduleDrain();
   }
 
+  private print(text: string): void {
+    if (this.pendingOutput) this.pendingOutput.push(text);
+    else this.opts.write(text);
+  }
+
+  private flushOutput(): void {
+    const lines = this.pendingOutput;
+    this.pendingOutput = undefined;
+    if (lines && lines.length > 0) this.opts.write(lines.join(''));
+  }
+
   private handle(msg: Inbound): void {
-    const verdict = this.verifier.verify(msg.topic, msg.payload, msg.retain);
+    const verdict = this.verifier.verify(msg.topic, msg.payload, msg.retain, this.batch);
     if (!verdict.ok) {
       if (verdict.reason === 'ignored') return;
       const entry = { type: 'rejected' as const, reason: verdict.reason, topic: msg.topic, seq: verdict.seq, detail: verdict.detail };
@@ -225,7 +253,7 @@ export class Subscriber {
       if (this.finished) return;
       switch (action.type) {
         case 'print':
-          this.opts.write(this.opts.format(action.payload));
+          this.print(this.opts.format(action.payload));
           this.opts.onPrinted?.(action.jobId, action.event, action.payload);
           if (this.opts.remote && action.via === 'event') this.mirror(action.jobId, action.event, action.seq, action.payload);
           break;
@@ -305,6 +333,7 @@ export class Subscriber {
   private end(code: number): void {
     if (this.finished) return;
     this.finished = true;
+    this.flushOutput(); // the lines of the batch that ended the watch go out before anything else
     this.finish(code);
   }
 
