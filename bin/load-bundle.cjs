@@ -85,7 +85,7 @@ function isPrivate(dir) {
   return st.isDirectory() && (typeof process.getuid !== 'function' || st.uid === process.getuid()) && (st.mode & 0o022) === 0;
 }
 
-/** Atomically replaces this bin's cache, and drops its caches for other bundles or Node versions. */
+/** Atomically replaces this bin's cache, and drops its other files (other builds or Node versions, temp files). */
 function writeCache(script, dir, cacheFile, name) {
   try {
     const data = script.createCachedData();
@@ -95,7 +95,8 @@ function writeCache(script, dir, cacheFile, name) {
     fs.writeFileSync(tmp, data, { mode: 0o600 });
     fs.renameSync(tmp, cacheFile);
     for (const f of fs.readdirSync(dir)) {
-      if (f.startsWith(`${name}.`) && f.endsWith('.v8cache') && path.join(dir, f) !== cacheFile) fs.rmSync(path.join(dir, f), { force: true });
+      // Other builds' caches, and temp files of writers killed before their rename.
+      if (f.startsWith(`${name}.`) && path.join(dir, f) !== cacheFile) fs.rmSync(path.join(dir, f), { force: true });
     }
   } catch {
     // A read-only or full disk costs the next start its compile time, nothing else.

@@ -44,10 +44,11 @@ describe('the code cache of the bins', () => {
     register(ws);
   });
 
-  it("drops this bin's caches of other builds, and leaves other bins' alone", () => {
+  it("drops this bin's caches of other builds and temp files, and leaves other bins' alone", () => {
     ws = makeWorkspace();
     mkdirSync(cacheDir(ws), { recursive: true, mode: 0o700 });
     writeFileSync(path.join(cacheDir(ws), 'mam-register.1.0123456789abcdef.v8cache'), 'old build');
+    writeFileSync(path.join(cacheDir(ws), 'mam-register.1.0123456789abcdef.v8cache.4242.tmp'), 'a killed writer');
     writeFileSync(path.join(cacheDir(ws), 'mam-pick.1.0123456789abcdef.v8cache'), 'another bin');
     register(ws);
     expect(caches(ws)).toHaveLength(1);
