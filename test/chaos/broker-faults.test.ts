@@ -1,10 +1,10 @@
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type TestBroker, startAedesBroker, startMosquitto, stopAllBrokers, suiteMode } from '../helpers/brokers.ts';
+import { type TestBroker, startAedesBroker, startMosquitto, suiteMode } from '../helpers/brokers.ts';
 import { tempDirForTest } from '../helpers/temp-dir.ts';
-import { chaosRng, killAll, report, type Rng, runBin, scale, sleep, waitUntil } from './chaos-kit.ts';
+import { chaosRng, report, type Rng, runBin, scale, sleep, waitUntil } from './chaos-kit.ts';
 import { expectCompletedCleanly, isBeat, printed, reconnects, startJob, timerPid, waitPrinted } from './job-scenario.ts';
-import { SecretScan } from './secret-scan.ts';
+import { SecretScan, endWithSecretScan } from './secret-scan.ts';
 
 /**
  * Broker faults (issue 9): the broker is killed and restarted, again and again, while a job runs
@@ -17,19 +17,7 @@ import { SecretScan } from './secret-scan.ts';
 const CYCLES = scale(3, 15);
 const scan = new SecretScan();
 
-afterAll(async () => {
-  await killAll();
-  const r = await scan.finish();
-  report({
-    fault: 'secret scan after the broker faults',
-    injected: r.scanned.secrets,
-    checked: `${r.scanned.wire} wire messages, ${r.scanned.outputs} outputs, ${r.scanned.files} files; modes`,
-    result: r.leaks.length + r.modeProblems.length === 0 ? 'pass' : `FAIL: ${[...r.leaks, ...r.modeProblems].slice(0, 3).join('; ')}`,
-  });
-  await stopAllBrokers();
-  expect(r.leaks).toEqual([]);
-  expect(r.modeProblems).toEqual([]);
-});
+afterAll(() => endWithSecretScan(scan, 'secret scan after the broker faults'));
 
 interface Outage {
   /** Takes the broker down the way this fault does. */

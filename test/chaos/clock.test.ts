@@ -5,13 +5,13 @@ import { withRegistryLock } from '../../src/core/registry/lock.ts';
 import { wireJson } from '../../src/core/wire/canonical-json.ts';
 import { buildEventPayload } from '../../src/core/wire/payloads.ts';
 import { signPayload } from '../../src/core/wire/signature.ts';
-import { type AedesTestBroker, startAedesBroker, stopAllBrokers } from '../helpers/brokers.ts';
+import { type AedesTestBroker, startAedesBroker } from '../helpers/brokers.ts';
 import { makeWorkspace, type Workspace } from '../helpers/cli.ts';
 import { connectPlainClient } from '../helpers/mqtt-client.ts';
-import { chaosRng, jsonLines, killAll, type Proc, report, runBin, sleep, spawnAgent, spawnBin, waitUntil } from './chaos-kit.ts';
+import { chaosRng, jsonLines, type Proc, report, runBin, sleep, spawnAgent, spawnBin, waitUntil } from './chaos-kit.ts';
 import { isBeat } from './job-scenario.ts';
 import { recordOf, registryDirOf } from './disk-invariants.ts';
-import { SecretScan } from './secret-scan.ts';
+import { SecretScan, endWithSecretScan } from './secret-scan.ts';
 
 /**
  * Clock (issue 9): a wall-clock jump changes no timeout decision. The processes under test run under
@@ -30,13 +30,7 @@ let broker: AedesTestBroker;
 const auth = { username: 'mam-chaos', password: `pw-clock-${rng.int(1e8, 9e8)}` };
 let jumps = 0;
 
-afterAll(async () => {
-  await killAll();
-  const r = await scan.finish();
-  await stopAllBrokers();
-  expect(r.leaks).toEqual([]);
-  expect(r.modeProblems).toEqual([]);
-});
+afterAll(() => endWithSecretScan(scan));
 
 let started: Promise<void> | undefined;
 async function brokerEnv(): Promise<NodeJS.ProcessEnv> {

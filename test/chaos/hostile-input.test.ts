@@ -1,12 +1,12 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type AedesTestBroker, startAedesBroker, stopAllBrokers } from '../helpers/brokers.ts';
+import { type AedesTestBroker, startAedesBroker } from '../helpers/brokers.ts';
 import { makeWorkspace } from '../helpers/cli.ts';
 import { connectPlainClient } from '../helpers/mqtt-client.ts';
-import { chaosRng, jsonLines, killAll, memoryKiB, report, runBin, scale, spawnBin, waitUntil } from './chaos-kit.ts';
+import { chaosRng, jsonLines, memoryKiB, report, runBin, scale, spawnBin, waitUntil } from './chaos-kit.ts';
 import { auditOf, checkRegistry, recordOf } from './disk-invariants.ts';
 import { FORGED, type Hostile, hostileMessages, type Reason } from './forgeries.ts';
-import { SecretScan } from './secret-scan.ts';
+import { SecretScan, endWithSecretScan } from './secret-scan.ts';
 
 /**
  * Hostile input (issue 9): a fast-check flood on a watched job's topics while the job runs —
@@ -33,19 +33,7 @@ const scan = new SecretScan();
 let broker: AedesTestBroker;
 const auth = { username: 'mam-chaos', password: `pw-hostile-${rng.int(1e8, 9e8)}` };
 
-afterAll(async () => {
-  await killAll();
-  const r = await scan.finish();
-  report({
-    fault: 'secret scan after the hostile flood',
-    injected: r.scanned.secrets,
-    checked: `${r.scanned.wire} wire messages, ${r.scanned.outputs} outputs, ${r.scanned.files} files; modes`,
-    result: r.leaks.length + r.modeProblems.length === 0 ? 'pass' : `FAIL: ${[...r.leaks, ...r.modeProblems].slice(0, 3).join('; ')}`,
-  });
-  await stopAllBrokers();
-  expect(r.leaks).toEqual([]);
-  expect(r.modeProblems).toEqual([]);
-});
+afterAll(() => endWithSecretScan(scan, 'secret scan after the hostile flood'));
 
 const rejectLogs = (stderr: string) =>
   stderr

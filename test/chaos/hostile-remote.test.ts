@@ -6,12 +6,12 @@ import { buildDispatch } from '../../src/core/remote/dispatch-payload.ts';
 import { wireJson } from '../../src/core/wire/canonical-json.ts';
 import { buildStatePayload } from '../../src/core/wire/payloads.ts';
 import { signPayload } from '../../src/core/wire/signature.ts';
-import { startAedesBroker, stopAllBrokers } from '../helpers/brokers.ts';
+import { startAedesBroker } from '../helpers/brokers.ts';
 import { makeWorkspace, type Workspace } from '../helpers/cli.ts';
 import { connectPlainClient } from '../helpers/mqtt-client.ts';
-import { chaosRng, killAll, memoryKiB, report, runBin, scale, sleep, spawnBin, waitUntil } from './chaos-kit.ts';
+import { chaosRng, memoryKiB, report, runBin, scale, sleep, spawnBin, waitUntil } from './chaos-kit.ts';
 import { auditOf, recordOf } from './disk-invariants.ts';
-import { SecretScan } from './secret-scan.ts';
+import { SecretScan, endWithSecretScan } from './secret-scan.ts';
 
 /**
  * Hostile input for the remote runner (issue 9): `mam-remote run` with MAM_DISPATCH_SECRET is
@@ -29,19 +29,7 @@ const ROOT = 'python/mqtt/jobs';
 const SESSION = 'chaos-runner';
 
 const scan = new SecretScan();
-afterAll(async () => {
-  await killAll();
-  const r = await scan.finish();
-  report({
-    fault: 'secret scan after the remote flood',
-    injected: r.scanned.secrets,
-    checked: `${r.scanned.wire} wire messages, ${r.scanned.outputs} outputs, ${r.scanned.files} files; modes`,
-    result: r.leaks.length + r.modeProblems.length === 0 ? 'pass' : `FAIL: ${[...r.leaks, ...r.modeProblems].slice(0, 3).join('; ')}`,
-  });
-  await stopAllBrokers();
-  expect(r.leaks).toEqual([]);
-  expect(r.modeProblems).toEqual([]);
-});
+afterAll(() => endWithSecretScan(scan, 'secret scan after the remote flood'));
 
 interface LogLine {
   msg?: string;

@@ -1,10 +1,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { type AedesTestBroker, startAedesBroker, stopAllBrokers } from '../helpers/brokers.ts';
-import { chaosRng, killAll, report, type Rng, runBin, scale, sleep, waitUntil } from './chaos-kit.ts';
+import { type AedesTestBroker, startAedesBroker } from '../helpers/brokers.ts';
+import { chaosRng, report, type Rng, runBin, scale, sleep, waitUntil } from './chaos-kit.ts';
 import { auditOf } from './disk-invariants.ts';
-import { type FaultProxy, startFaultProxy } from './fault-proxy.ts';
+import { startFaultProxy } from './fault-proxy.ts';
 import { expectCompletedCleanly, isBeat, type JobRun, printed, startJob, waitPrinted } from './job-scenario.ts';
-import { SecretScan } from './secret-scan.ts';
+import { SecretScan, endWithSecretScan } from './secret-scan.ts';
 
 /**
  * Network faults (issue 9), through TCP proxies between the broker and each party while a job runs
@@ -26,19 +26,7 @@ const scan = new SecretScan();
 let broker: AedesTestBroker;
 const auth = { username: 'mam-chaos', password: `pw-net-${fileRng.int(1e8, 9e8)}` };
 
-afterAll(async () => {
-  await killAll();
-  const r = await scan.finish();
-  report({
-    fault: 'secret scan after the network faults',
-    injected: r.scanned.secrets,
-    checked: `${r.scanned.wire} wire messages, ${r.scanned.outputs} outputs, ${r.scanned.files} files; modes`,
-    result: r.leaks.length + r.modeProblems.length === 0 ? 'pass' : `FAIL: ${[...r.leaks, ...r.modeProblems].slice(0, 3).join('; ')}`,
-  });
-  await stopAllBrokers();
-  expect(r.leaks).toEqual([]);
-  expect(r.modeProblems).toEqual([]);
-});
+afterAll(() => endWithSecretScan(scan, 'secret scan after the network faults'));
 
 const env = () => ({ MQTT_BROKER: broker.host, MQTT_PORT: String(broker.port), MQTT_USERNAME: auth.username, MQTT_PASSWORD: auth.password, MQTT_KEEPALIVE: String(KEEPALIVE_S) });
 

@@ -9,9 +9,10 @@ import { wireJson } from '../../src/core/wire/canonical-json.ts';
 import { buildStatePayload } from '../../src/core/wire/payloads.ts';
 import { signPayload } from '../../src/core/wire/signature.ts';
 import { startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
-import { makeWorkspace, REPO_ROOT, type Workspace } from '../helpers/cli.ts';
+import { makeWorkspace, type Workspace } from '../helpers/cli.ts';
 import { connectPlainClient } from '../helpers/mqtt-client.ts';
 import { killAll, runBin, sleep, spawnBin, spawnProc } from './chaos-kit.ts';
+import { bundleRegistry } from '../core/registry/fixtures/processes.ts';
 import { auditOf, checkRegistry, eventsFileOf, logDirOf, recordOf, registryDirOf } from './disk-invariants.ts';
 
 /**
@@ -53,29 +54,10 @@ describe('defect 1: the one-shot publisher idled past its keepalive while it wai
   });
 });
 
-/** src/core/registry/registry.ts as one ESM file a plain `node` child can import. */
-async function bundleRegistry(): Promise<string> {
-  const { build } = await import('esbuild');
-  const outfile = path.join(mkdtempSync(path.join(os.tmpdir(), 'mam-chaos-bundle-')), 'registry.mjs');
-  await build({
-    entryPoints: [path.join(REPO_ROOT, 'src/core/registry/registry.ts')],
-    outfile,
-    bundle: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    logLevel: 'warning',
-    banner: {
-      js: "import { createRequire as __cr } from 'node:module'; import { fileURLToPath as __f2p } from 'node:url'; const require = __cr(import.meta.url); const __filename = __f2p(import.meta.url);",
-    },
-  });
-  return outfile;
-}
-
 describe('defect 2: a SIGKILL between the record write and its audit line left a seq without its published line', () => {
   let bundle: string;
   beforeAll(async () => {
-    bundle = await bundleRegistry();
+    bundle = await bundleRegistry(mkdtempSync(path.join(os.tmpdir(), 'mam-chaos-bundle-')));
   });
 
   /**
@@ -131,7 +113,7 @@ describe('defect 2: a SIGKILL between the record write and its audit line left a
   });
 
   it('the last published seq is found from the end of a big audit log, across chunk boundaries', () => {
-    const { ws, registry } = workspace({});
+    const { registry } = workspace({});
     const id = 'c0ffee01';
     const big = 'é'.repeat(70_000); // a line longer than one read, with multi-byte characters
     registry.audit.append(id, { type: 'published', seq: 6, event: 'progress', payload: { detail: big } });

@@ -1,11 +1,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startAedesBroker, stopAllBrokers } from '../helpers/brokers.ts';
+import { startAedesBroker } from '../helpers/brokers.ts';
 import { makeWorkspace } from '../helpers/cli.ts';
-import { chaosRng, killAll, report, runBin, scale, sleep, spawnBin } from './chaos-kit.ts';
+import { chaosRng, report, runBin, scale, sleep, spawnBin } from './chaos-kit.ts';
 import { auditOf, recordOf } from './disk-invariants.ts';
-import { SecretScan } from './secret-scan.ts';
+import { SecretScan, endWithSecretScan } from './secret-scan.ts';
 
 /**
  * The delegator's cancel at a random moment of a remote job's life (contract §6): before the runner
@@ -18,13 +18,7 @@ const rng = chaosRng('remote-cancel');
 const ROUNDS = scale(6, 40);
 const scan = new SecretScan();
 
-afterAll(async () => {
-  await killAll();
-  const r = await scan.finish();
-  await stopAllBrokers();
-  expect(r.leaks).toEqual([]);
-  expect(r.modeProblems).toEqual([]);
-});
+afterAll(() => endWithSecretScan(scan));
 
 describe('remote: a cancel at a random moment', () => {
   it(`${ROUNDS} cancels between dispatch and the agent's end: the agent never finishes, the runner stops within seconds`, { timeout: scale(120_000, 900_000) }, async () => {

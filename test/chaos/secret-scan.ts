@@ -1,9 +1,11 @@
 import { existsSync, lstatSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { MqttClient } from 'mqtt';
+import { expect } from 'vitest';
+import { stopAllBrokers } from '../helpers/brokers.ts';
 import type { Workspace } from '../helpers/cli.ts';
 import { connectPlainClient } from '../helpers/mqtt-client.ts';
-import { transcript } from './chaos-kit.ts';
+import { killAll, report, transcript } from './chaos-kit.ts';
 import { registryDirOf } from './disk-invariants.ts';
 
 /**
@@ -93,6 +95,27 @@ export class SecretScan {
     }
     return { leaks, modeProblems, scanned: { wire: this.wire.length, outputs: transcript.length + this.texts.length, files, secrets: this.secrets.size } };
   }
+}
+
+/**
+ * How every chaos file ends (its afterAll): stop what still runs, scan, report the scan as a row of
+ * docs/reliability.md's table when `fault` names one, stop the brokers, and fail on any finding.
+ */
+export async function endWithSecretScan(scan: SecretScan, fault?: string): Promise<void> {
+  await killAll();
+  const r = await scan.finish();
+  if (fault !== undefined) {
+    const problems = [...r.leaks, ...r.modeProblems];
+    report({
+      fault,
+      injected: r.scanned.secrets,
+      checked: `${r.scanned.wire} wire messages, ${r.scanned.outputs} outputs, ${r.scanned.files} files under .mam; modes 0600/0700`,
+      result: problems.length === 0 ? 'pass' : `FAIL: ${problems.slice(0, 3).join('; ')}`,
+    });
+  }
+  await stopAllBrokers();
+  expect(r.leaks).toEqual([]);
+  expect(r.modeProblems).toEqual([]);
 }
 
 function walk(dir: string, visit: (file: string, isDir: boolean, mode: number) => void): void {
