@@ -64,6 +64,16 @@ describe('the code cache of the bins', () => {
     expect(caches(ws)).toEqual([]);
   });
 
+  it('is made only by a run that did the work: not by --help, not by a usage error', () => {
+    ws = makeWorkspace();
+    const env = { XDG_CACHE_HOME: path.join(ws.root, 'xdg-cache') };
+    expect(runBin('mam-register', ['--help'], ws, { env }).code).toBe(0);
+    expect(runBin('mam-register', ['--heartbeat', 'soon'], ws, { env }).code).toBe(64);
+    expect(caches(ws)).toEqual([]);
+    register(ws);
+    expect(caches(ws)).toHaveLength(1);
+  });
+
   it('MAM_CODE_CACHE=0 turns it off', () => {
     ws = makeWorkspace();
     register(ws, { MAM_CODE_CACHE: '0' });
