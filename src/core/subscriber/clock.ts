@@ -1,4 +1,4 @@
-import { performance } from 'node:perf_hooks';
+import { monotonicMs } from '../monotonic.ts';
 
 /**
  * Milliseconds from an arbitrary origin that never go backwards. The subscriber's deadlines are
@@ -7,4 +7,4 @@ import { performance } from 'node:perf_hooks';
  */
 export type MonotonicClock = () => number;
 
-export const systemMonotonicClock: MonotonicClock = () => performance.now();
+export const systemMonotonicClock: MonotonicClock = monotonicMs;
