@@ -1,6 +1,6 @@
 // Runs one of dist/'s bundles with a V8 code cache, so that a bin's second start skips compiling
 // what its first start compiled. Every agent event is a new mam-publish process, and compiling the
-// bundle was ~20 % of one (66 → 53 ms median for a publish on this machine type; see bench/README.md).
+// bundle is about a fifth of one (bench/README.md has the numbers).
 //
 // Node 22 does this itself (module.enableCompileCache); Node 20 does not, so this uses vm.Script's
 // cachedData, written after the run so that it holds every function the command compiled.
@@ -51,8 +51,8 @@ function loadBundleFile(file) {
   const script = new (require('node:vm').Script)(Module.wrap(source), { filename: file, cachedData: cached });
   if (cached === undefined || script.cachedDataRejected) {
     // Only a run that did a command's work makes the cache: one made by `--help` or a usage error
-    // (exit 64) holds little of the code, and every later start would compile the rest (a publish:
-    // 62 ms instead of 55). Outcomes such as 2 (not delivered) or 4 (nothing to pick) ran it all.
+    // (exit 64) holds little of the code, and every later start would compile the rest. Outcomes
+    // such as 2 (not delivered) or 4 (nothing to pick) ran it all.
     process.once('exit', (code) => {
       if (code !== 64 && !process.argv.slice(2).some((a) => HELP_OR_VERSION.has(a))) writeCache(script, dir, cacheFile, name);
     });

@@ -2,7 +2,7 @@
 // event, and start-up is most of its cost. Measured on the publish path: one CommonJS file per bin
 // starts ~100 ms faster than ESM with shared chunks (no module graph to resolve and link), and
 // dynamic imports still defer the evaluation of code a command does not run.
-import { readFileSync, readdirSync, rmSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -11,9 +11,6 @@ const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const entryPoints = readdirSync(path.join(root, 'src/bin'))
   .filter((f) => f.endsWith('.ts'))
   .map((f) => path.join(root, 'src/bin', f));
-
-// Chunks of the former ESM layout; the bins themselves are overwritten in place.
-rmSync(path.join(root, 'dist/chunks'), { recursive: true, force: true });
 
 await build({
   entryPoints,

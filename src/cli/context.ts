@@ -7,11 +7,16 @@ export interface CommandContext {
   registry: Registry;
 }
 
+/** One `warning:` line on stderr: what a command could do, but not all of it. */
+export function warn(message: string): void {
+  process.stderr.write(`warning: ${message}\n`);
+}
+
 /** Configuration and registry for a command; `--registry DIR` overrides the registry folder. */
-export function loadContext(opts: { registry?: unknown }): CommandContext {
+export function loadContext(opts: { registry?: string | undefined }): CommandContext {
   const config = loadConfig();
-  if (typeof opts.registry === 'string') config.registryDir = path.resolve(opts.registry);
-  return { config, registry: new Registry(config) };
+  if (opts.registry !== undefined) config.registryDir = path.resolve(opts.registry);
+  return { config, registry: new Registry(config, warn) };
 }
 
 /** Contract §7: a public sandbox broker draws a loud warning from every command that connects. */

@@ -1,8 +1,14 @@
 import * as z from 'zod/mini';
+import '../core/zod-messages.ts';
+import { secondsText, wholeNumberText } from '../core/config/text-values.ts';
+import { dispatchTokenSchema, jobIdSchema } from '../core/vocabulary.ts';
 
-/** Shared zod pieces for flags: commander hands us strings. */
-export const jobIdFlag = z.string().check(z.regex(/^[0-9a-f]{8}$/, 'job id must be 8 lowercase hex characters'));
-
-export const secondsFlag = z.pipe(z.pipe(z.string().check(z.regex(/^\d+(\.\d+)?$/, 'expected a positive number of seconds')), z.transform(Number)), z.number().check(z.positive('expected a positive number of seconds')));
-
-export const countFlag = z.pipe(z.pipe(z.string().check(z.regex(/^\d+$/, 'expected a whole number')), z.transform(Number)), z.int().check(z.minimum(1, 'expected at least 1')));
+/** Zod pieces for flags (commander hands us strings), built on the same text readers as the configuration. */
+export const jobIdFlag = jobIdSchema;
+export const dispatchTokenFlag = dispatchTokenSchema;
+export const secondsFlag = secondsText();
+/** A limit where 0 turns a clock off, as `timeout 0` would. */
+export const limitFlag = secondsText({ allowZero: true });
+export const countFlag = wholeNumberText(1);
+export const portFlag = wholeNumberText(0, 65535, 'expected a port number up to 65535');
+export const nonEmptyFlag = z.string().check(z.trim()).check(z.minLength(1, 'expected a value'));

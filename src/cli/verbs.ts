@@ -1,11 +1,14 @@
 import type { CommandSpec } from './program.ts';
 
 /** The umbrella's verbs. Each module is imported only when its verb is named, to keep start-up short. */
-export const VERBS: Record<string, { summary: string; load: () => Promise<CommandSpec> }> = {
+export const VERBS: Record<string, { summary: string; load: () => Promise<CommandSpec<never>> }> = {
   register: { summary: 'create a pending job record', load: async () => (await import('./commands/register.ts')).registerCommand },
   pick: { summary: 'claim the oldest pickable job for an agent session', load: async () => (await import('./commands/pick.ts')).pickCommand },
   publish: { summary: 'record, sign and publish one lifecycle event', load: async () => (await import('./commands/publish.ts')).publishCommand },
-  subscribe: { summary: 'watch jobs; print accepted events; exit with the outcome', load: async () => (await import('./commands/subscribe.ts')).subscribeCommand },
+  subscribe: {
+    summary: 'watch jobs; print accepted events; exit with the outcome',
+    load: async () => (await import('./commands/subscribe.ts')).subscribeCommand,
+  },
   close: { summary: 'operator close of a job', load: async () => (await import('./commands/close.ts')).closeCommand },
   remote: { summary: 'dispatch a job to, or run jobs from, another host', load: async () => (await import('./commands/remote.ts')).remoteCommand },
   jobs: { summary: 'list jobs', load: async () => (await import('./commands/jobs.ts')).jobsCommand },

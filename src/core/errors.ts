@@ -1,45 +1,27 @@
 /**
- * Typed failures of the core. The core never ends the process: it throws one of these, and
- * `runMain` (src/cli/run-main.ts) turns it into one line on stderr and the contract's exit code.
+ * The failures of the core, by what went wrong, never by exit code: the core throws these and
+ * returns outcomes; `src/cli/exit-codes.ts` is the one place that maps both to the contract's codes
+ * and prints them. None of them carries a stack a user should see.
  */
-export const ExitCode = {
-  ok: 0,
-  failure: 1,
-  notDelivered: 2, // publisher: on disk, not acknowledged; subscriber: timeout
-  brokerDown: 3,
-  nothingPickable: 4,
-  refused: 5,
-  usage: 64,
-  noSuchJob: 66,
-} as const;
-export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
-
 export class MamError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: ExitCode = ExitCode.failure,
-  ) {
-    super(message);
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
     this.name = new.target.name;
   }
 }
 
-/** Bad flag, bad value, bad job id, `--data` not an object: exit 64. */
-export class UsageError extends MamError {
-  constructor(message: string) {
-    super(message, ExitCode.usage);
-  }
-}
+/** Bad flag, bad value, bad job id, `--data` not an object. */
+export class UsageError extends MamError {}
 
 export class NoSuchJob extends MamError {
   constructor(readonly jobId: string) {
-    super(`no such job: ${jobId}`, ExitCode.noSuchJob);
+    super(`no such job: ${jobId}`);
   }
 }
 
 export class NothingPickable extends MamError {
   constructor(agentSession: string) {
-    super(`nothing pickable for agent session ${agentSession}`, ExitCode.nothingPickable);
+    super(`nothing pickable for agent session ${agentSession}`);
   }
 }
 
@@ -49,7 +31,7 @@ export class TransitionRefused extends MamError {
     readonly jobId: string,
     readonly reason: string,
   ) {
-    super(`refused: job ${jobId}: ${reason}`, ExitCode.refused);
+    super(`refused: job ${jobId}: ${reason}`);
   }
 }
 
@@ -59,14 +41,23 @@ export class CorruptRecord extends MamError {
     readonly path: string,
     why: string,
   ) {
-    super(`${path}: corrupt job record (${why})`, ExitCode.failure);
+    super(`${path}: corrupt job record (${why})`);
   }
 }
 
-export class RegistryLockTimeout extends MamError {
-  constructor(lockPath: string, waitedMs: number) {
-    super(`${lockPath}: registry lock still held after ${Math.round(waitedMs / 1000)} s`, ExitCode.failure);
+/** A lock (the registry's, or a job's heartbeat lock) still held when the wait ran out. */
+export class LockTimeout extends MamError {
+  constructor(lockPath: string, what: string, waitedMs: number) {
+    super(`${lockPath}: ${what} lock still held after ${Math.round(waitedMs / 1000)} s`);
   }
 }
 
+/** A lock taken away while held (a suspended machine, a clock jump, a folder removed). */
+export class LockLost extends MamError {
+  constructor(lockPath: string, what: string, why: string) {
+    super(`${lockPath}: ${what} lock was lost while held (${why})`);
+  }
+}
+
+/** The configuration (environment, `.mam.env`, a file it names) cannot be used. */
 export class ConfigError extends MamError {}

@@ -2,7 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { planListen } from '../../src/cli/commands/broker.ts';
+import { planListen } from '../../src/core/broker/listen-plan.ts';
 import type { BrokerConfig } from '../../src/core/config/config.ts';
 import { makeWorkspace, runBin, runBinAsync, type Workspace } from '../helpers/cli.ts';
 import { freePort } from '../helpers/free-port.ts';
@@ -116,7 +116,12 @@ describe('mam broker', () => {
     }
     const r = await sub.result;
     expect(r.code).toBe(0);
-    expect(r.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { event: string }).event)).toEqual(['started', 'completed']);
+    expect(
+      r.stdout
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { event: string }).event),
+    ).toEqual(['started', 'completed']);
     // Refusals are logged at warn, so they show even at the workspace's MAM_LOG_LEVEL=warn.
     expect(proc.stderr).toContain('"msg":"auth refused"');
     expect(proc.stderr).not.toContain('local-secret');

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import type { JobRecord } from '../../src/core/registry/job-record.ts';
 import { wireJson } from '../../src/core/wire/canonical-json.ts';
-import { buildEventPayload, buildStatePayload, EVENT_NAMES, JOB_STATUSES } from '../../src/core/wire/payloads.ts';
+import { buildEventPayload, buildStatePayload } from '../../src/core/wire/payloads.ts';
+import { JOB_STATUSES, LIFECYCLE_EVENTS as EVENT_NAMES } from '../../src/core/vocabulary.ts';
 import { signPayload } from '../../src/core/wire/signature.ts';
 
 /**
@@ -68,15 +69,29 @@ export function hostileMessages(k: Keys): { small: fc.Arbitrary<Hostile>; oversi
       return msg('truncated', f, text.slice(0, 1 + (cut % (text.length - 1))), 'json');
     }),
     fc.tuple(fields, fc.constantFrom('null', '[]', '42', '"completed"', 'true', '{}', '{"data":{}}')).map(([f, s]) => msg('not-an-object', f, s, 'schema')),
-    fc.tuple(fields, fc.integer({ min: 2, max: 40 })).map(([f, depth]) => msg('deep', f, `${'['.repeat(depth * 50)}${']'.repeat(depth * 50)}`, 'json', 'schema')),
-    fc.tuple(fields, fc.constantFrom<[string, unknown]>(['seq', '1'], ['seq', 0], ['seq', 2.5], ['schema_version', 2], ['event', 'finished'], ['timestamp', 'now'], ['data.hmac_sig', 'ABC'], ['data.attempt_id', 'two'])).map(
-      ([f, [field, value]]) => {
+    fc
+      .tuple(fields, fc.integer({ min: 2, max: 40 }))
+      .map(([f, depth]) => msg('deep', f, `${'['.repeat(depth * 50)}${']'.repeat(depth * 50)}`, 'json', 'schema')),
+    fc
+      .tuple(
+        fields,
+        fc.constantFrom<[string, unknown]>(
+          ['seq', '1'],
+          ['seq', 0],
+          ['seq', 2.5],
+          ['schema_version', 2],
+          ['event', 'finished'],
+          ['timestamp', 'now'],
+          ['data.hmac_sig', 'ABC'],
+          ['data.attempt_id', 'two'],
+        ),
+      )
+      .map(([f, [field, value]]) => {
         const p = signPayload(payloadOf(f), k.job.auth_token) as unknown as Record<string, any>;
         if (field.startsWith('data.')) p.data[field.slice(5)] = value;
         else p[field] = value;
         return msg(`wrong-type:${field}`, f, JSON.stringify(p), 'schema');
-      },
-    ),
+      }),
   );
 
   const forged = fc.oneof(
@@ -84,9 +99,9 @@ export function hostileMessages(k: Keys): { small: fc.Arbitrary<Hostile>; oversi
       const p = signPayload(payloadOf(f), k.job.auth_token);
       return msg('random-signature', f, wireJson({ ...p, data: { ...p.data, hmac_sig: sig } }), 'hmac');
     }),
-    fc.tuple(fields, fc.string({ minLength: 1, maxLength: 44 })).map(([f, token]) =>
-      msg('wrong-token', f, wireJson(signPayload(payloadOf(f), token === k.job.auth_token ? `${token}x` : token)), 'hmac'),
-    ),
+    fc
+      .tuple(fields, fc.string({ minLength: 1, maxLength: 44 }))
+      .map(([f, token]) => msg('wrong-token', f, wireJson(signPayload(payloadOf(f), token === k.job.auth_token ? `${token}x` : token)), 'hmac')),
     // The other job's token, this job's id: an agent of another job trying to end this one.
     fields.map((f) => msg('other-token', f, wireJson(signPayload(payloadOf(f), k.other.auth_token)), 'hmac')),
     fc.tuple(fields, fc.constantFrom('seq', 'detail', 'event', 'data')).map(([f, what]) => {
@@ -101,12 +116,21 @@ export function hostileMessages(k: Keys): { small: fc.Arbitrary<Hostile>; oversi
   );
 
   const crossJob = fields.map((f) =>
-    msg('other-job', f, wireJson(signPayload(payloadOf(f, { jobId: k.other.job_id, dispatchToken: k.other.dispatch_token, attemptId: k.other.attempt_id }), k.other.auth_token)), 'topic'),
+    msg(
+      'other-job',
+      f,
+      wireJson(signPayload(payloadOf(f, { jobId: k.other.job_id, dispatchToken: k.other.dispatch_token, attemptId: k.other.attempt_id }), k.other.auth_token)),
+      'topic',
+    ),
   );
 
   const stale = fc.tuple(fields, fc.constantFrom('old-attempt', 'old-token', 'future-attempt')).map(([f, how]) => {
     const over =
-      how === 'old-attempt' ? { attemptId: 1, dispatchToken: k.oldDispatchToken } : how === 'old-token' ? { dispatchToken: k.oldDispatchToken } : { attemptId: k.job.attempt_id + 1 };
+      how === 'old-attempt'
+        ? { attemptId: 1, dispatchToken: k.oldDispatchToken }
+        : how === 'old-token'
+          ? { dispatchToken: k.oldDispatchToken }
+          : { attemptId: k.job.attempt_id + 1 };
     return msg(`stale:${how}`, f, wireJson(signPayload(payloadOf(f, over), k.job.auth_token)), 'stale_attempt');
   });
 
@@ -117,6 +141,11 @@ export function hostileMessages(k: Keys): { small: fc.Arbitrary<Hostile>; oversi
     return msg('oversized', f, body, 'oversized');
   });
 
-  const small = fc.oneof({ arbitrary: malformed, weight: 4 }, { arbitrary: forged, weight: 4 }, { arbitrary: crossJob, weight: 1 }, { arbitrary: stale, weight: 2 });
+  const small = fc.oneof(
+    { arbitrary: malformed, weight: 4 },
+    { arbitrary: forged, weight: 4 },
+    { arbitrary: crossJob, weight: 1 },
+    { arbitrary: stale, weight: 2 },
+  );
   return { small, oversized };
 }

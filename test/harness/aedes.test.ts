@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { startEmbeddedBroker } from '../../src/core/broker/embedded-broker.ts';
+import { exitCodeOf } from '../../src/cli/exit-codes.ts';
 import { MamError } from '../../src/core/errors.ts';
 import { startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
 import { collectMessages, connectPlainClient, receivedMessages } from '../helpers/mqtt-client.ts';
@@ -44,7 +45,10 @@ describe('embedded aedes broker', () => {
   it('keeps retained messages and QoS 1 sessions across a restart when given a data dir', async () => {
     const dataDir = join(tempDirForTest('mam-aedes-'), 'broker');
     const disconnected: unknown[] = [];
-    const logger = { info: (obj: { client_id?: unknown }, msg: string) => msg === 'client disconnected' && disconnected.push(obj.client_id), warn: () => undefined };
+    const logger = {
+      info: (obj: { client_id?: unknown }, msg: string) => msg === 'client disconnected' && disconnected.push(obj.client_id),
+      warn: () => undefined,
+    };
     const broker = await startAedesBroker({ dataDir, logger });
     expect(statSync(dataDir).mode & 0o777).toBe(0o700);
 
@@ -64,9 +68,7 @@ describe('embedded aedes broker', () => {
     await broker.restart();
 
     const late = await connectPlainClient(broker.url);
-    expect(await collectMessages(late, 'r/1', { count: 1, timeoutMs: 3_000 })).toEqual([
-      { topic: 'r/1', payload: 'kept', retain: true, qos: 1 },
-    ]);
+    expect(await collectMessages(late, 'r/1', { count: 1, timeoutMs: 3_000 })).toEqual([{ topic: 'r/1', payload: 'kept', retain: true, qos: 1 }]);
     await late.endAsync();
 
     // Queued while offline, stored in the DB, delivered after the restart on resume.
@@ -91,7 +93,7 @@ describe('embedded aedes broker', () => {
     const err = await startEmbeddedBroker({ port: broker.port }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MamError);
     expect((err as MamError).message).toBe(`port ${broker.port} on 127.0.0.1 is already in use`);
-    expect((err as MamError).exitCode).toBe(1);
+    expect(exitCodeOf(err)).toBe(1);
 
     // The failed start must not keep the DB lock: the same folder opens on another port.
     const dataDir = tempDirForTest('mam-aedes-');
@@ -118,9 +120,9 @@ describe('embedded aedes broker', () => {
     const broker = await startAedesBroker({ logger, auth: { username: 'agent', password: 's3cret' } });
     const ok = await connectPlainClient(broker.url, { clientId: 'mam-ok', username: 'agent', password: 's3cret' });
     await ok.endAsync();
-    await expect(
-      connectPlainClient(broker.url, { clientId: 'mam-bad', username: 'agent', password: 'nope', reconnectPeriod: 0 }),
-    ).rejects.toThrow(/Bad username or password/i);
+    await expect(connectPlainClient(broker.url, { clientId: 'mam-bad', username: 'agent', password: 'nope', reconnectPeriod: 0 })).rejects.toThrow(
+      /Bad username or password/i,
+    );
     await vi.waitFor(() => {
       expect(logger.info).toHaveBeenCalledWith({ client_id: 'mam-ok' }, 'client connected');
       expect(logger.info).toHaveBeenCalledWith({ client_id: 'mam-ok' }, 'client disconnected');

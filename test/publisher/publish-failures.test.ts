@@ -3,19 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type TestBroker, startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
 import { type RunResult, type Workspace, makeWorkspace, runBinAsync } from '../helpers/cli.ts';
 import { connectPlainClient, receivedMessages } from '../helpers/mqtt-client.ts';
-import {
-  TOPIC_ROOT,
-  auditOf,
-  auditText,
-  brokerWorkspace,
-  deadPort,
-  plain,
-  publish,
-  publishOk,
-  recordOf,
-  register,
-  sleep,
-} from './publish-fixtures.ts';
+import { TOPIC_ROOT, auditOf, auditText, brokerWorkspace, deadPort, plain, publish, publishOk, recordOf, register, sleep } from './publish-fixtures.ts';
 
 /**
  * `mam-publish` when things go wrong (contract §1 exit codes, §3 retries and scrubbing): the disk
@@ -51,9 +39,15 @@ describe('mam-publish with the broker down (nothing listening on the port)', () 
     expect(recordOf(ws, id)).toMatchObject({ status: 'completed', last_seq: 2 });
     const audit = auditOf(ws, id);
     const published = audit.filter((l) => l.type === 'published');
-    expect(published.map((l) => [l.seq, l.event])).toEqual([[1, 'started'], [2, 'completed']]);
+    expect(published.map((l) => [l.seq, l.event])).toEqual([
+      [1, 'started'],
+      [2, 'completed'],
+    ]);
     const failed = audit.filter((l) => l.type === 'publish_failed');
-    expect(failed.map((l) => [l.seq, l.event, l.attempts])).toEqual([[1, 'started', 1], [2, 'completed', 3]]);
+    expect(failed.map((l) => [l.seq, l.event, l.attempts])).toEqual([
+      [1, 'started', 1],
+      [2, 'completed', 3],
+    ]);
     expect(String(failed[1]!.reason)).toMatch(/unreachable/);
     // From the commit (audited before the wire) to the give-up: the back-off delays and little
     // more, as refused connections fail at once; a single try does not wait at all.
@@ -95,6 +89,23 @@ describe('mam-publish refused by the broker (bad credentials)', () => {
     expect(ok.code).toBe(0);
     expect(plain(ok.stdout).detail).toBe('password <redacted> in a detail');
     expect(auditText(ws, id)).not.toContain('right-pass');
+  });
+});
+
+describe('mam-publish with MQTT_PASSWORD and no MQTT_USERNAME', () => {
+  useBrokerCleanup();
+
+  it('sends an empty user name with the password, as paho does, and is delivered (no "Username is required")', async () => {
+    const broker = await startAedesBroker({ auth: { username: '', password: 'token-only-pass' } });
+    const ws = brokerWorkspace(broker.port, { MQTT_PASSWORD: 'token-only-pass' });
+    const id = 'b200000a';
+    await register(ws, id);
+    const r = await publish(ws, id, 'started');
+    expect(r, r.stderr).toMatchObject({ code: 0 });
+    expect(auditOf(ws, id).some((l) => l.type === 'publish_failed')).toBe(false);
+    // The watcher side connects the same way.
+    const w = await runBinAsync('mam-subscribe', ['--job', id, '--timeout', '1'], ws);
+    expect(w.stderr).toMatch(/^SUBSCRIBED b200000a /);
   });
 });
 

@@ -149,7 +149,9 @@ function wireTests(start: () => Promise<TestBroker>): void {
     const printedSeqs = results.map((r) => plain(r.stdout).seq as number).sort((a, b) => a - b);
     expect(printedSeqs).toEqual([2, 3, 4, 5, 6, 7]);
     expect(recordOf(ws, id)).toMatchObject({ last_seq: 7, status: 'running' });
-    const audited = auditOf(ws, id).filter((l) => l.type === 'published').map((l) => l.seq as number);
+    const audited = auditOf(ws, id)
+      .filter((l) => l.type === 'published')
+      .map((l) => l.seq as number);
     expect([...audited].sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7]);
 
     const got = await waitForCount(client, 14);

@@ -43,6 +43,21 @@ describe('mam-subscribe with the broker down', () => {
     expect(stderrBesidesSubscribed(exit.stderr)).toBe('');
   });
 
+  it('disk fallback: the printed terminal event keeps its number lexemes (1.0, a big integer) and still verifies', async () => {
+    const ws = brokerWorkspace(await deadPort());
+    const id = 'c3000010';
+    const rec = await register(ws, id);
+    const data = '{"ratio":1.0,"big":123456789012345678901234567890,"small":1e-7}';
+    expect((await runBinAsync('mam-publish', ['--job', id, '--event', 'completed', '--data', data, '--attempts', '1'], ws)).code).toBe(2);
+    const w = startWatcher(ws, ['--job', id]);
+    expect((await w.exit(4_000)).code).toBe(0);
+    const line = w.lines()[0]!;
+    expect(line).toContain('"ratio":1.0');
+    expect(line).toContain('"big":123456789012345678901234567890');
+    expect(line).toContain('"small":1e-07');
+    expect(verifyPayload(parseWireJson(line), rec.auth_token)).toBe(true);
+  });
+
   it('disk fallback: a job closed by an operator prints a state line built from the record and exits 1', async () => {
     const ws = brokerWorkspace(await deadPort());
     const id = 'c300000e';

@@ -102,7 +102,10 @@ describe('mam-subscribe exit codes (embedded broker)', () => {
     const exit = await w.exit(8_000);
     expect(exit.code).toBe(1);
     expect(Date.now() - t0).toBeLessThan(5_000);
-    expect(w.events().map((e) => [e.event, e.status])).toEqual([['started', undefined], ['state', 'error']]);
+    expect(w.events().map((e) => [e.event, e.status])).toEqual([
+      ['started', undefined],
+      ['state', 'error'],
+    ]);
   });
 
   it('idle timeout: no event for --idle-timeout after the last one → exit 2', async () => {
@@ -168,8 +171,18 @@ describe('mam-subscribe exit codes (embedded broker)', () => {
     const [e1, e2] = await Promise.all([both.exit(), mixed.exit()]);
     expect(e1.code).toBe(0);
     expect(e2.code).toBe(1);
-    expect(both.events().map((e) => `${e.job_id} ${e.event}`).sort()).toEqual([`${a} completed`, `${b} completed`]);
-    expect(mixed.events().map((e) => `${e.job_id} ${e.event}`).sort()).toEqual([`${a} completed`, `${c} error`]);
+    expect(
+      both
+        .events()
+        .map((e) => `${e.job_id} ${e.event}`)
+        .sort(),
+    ).toEqual([`${a} completed`, `${b} completed`]);
+    expect(
+      mixed
+        .events()
+        .map((e) => `${e.job_id} ${e.event}`)
+        .sort(),
+    ).toEqual([`${a} completed`, `${c} error`]);
   });
 
   it('unknown job → 66; bad flags → 64; one line on stderr, nothing on stdout', async () => {

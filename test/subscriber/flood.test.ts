@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import { wireJson } from '../../src/core/wire/canonical-json.ts';
-import { buildEventPayload, buildStatePayload, EVENT_NAMES, JOB_STATUSES } from '../../src/core/wire/payloads.ts';
+import { buildEventPayload, buildStatePayload } from '../../src/core/wire/payloads.ts';
+import { JOB_STATUSES, LIFECYCLE_EVENTS as EVENT_NAMES } from '../../src/core/vocabulary.ts';
 import { signPayload } from '../../src/core/wire/signature.ts';
 import { startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
 import { runBinAsync } from '../helpers/cli.ts';
@@ -115,9 +116,9 @@ function forgedMessages(k: Keys): fc.Arbitrary<Forged> {
       return send('random-hmac', f.isState, wireJson({ ...p, data: { ...p.data, hmac_sig: sig } }), 'hmac');
     }),
     // A valid payload signed with a token that is not the job's.
-    fc.tuple(fields, fc.string({ minLength: 1, maxLength: 44 })).map(([f, token]) =>
-      send('wrong-token', f.isState, wireJson(signPayload(payloadOf(f), token === k.job.auth_token ? `${token}x` : token)), 'hmac'),
-    ),
+    fc
+      .tuple(fields, fc.string({ minLength: 1, maxLength: 44 }))
+      .map(([f, token]) => send('wrong-token', f.isState, wireJson(signPayload(payloadOf(f), token === k.job.auth_token ? `${token}x` : token)), 'hmac')),
     // Signed by the job, then altered: a completed where it said progress, another seq, another detail.
     fc.tuple(fields, fc.constantFrom('seq', 'detail', 'event', 'data')).map(([f, what]) => {
       const p = signPayload(payloadOf(f), k.job.auth_token) as unknown as Record<string, any>;
@@ -132,7 +133,12 @@ function forgedMessages(k: Keys): fc.Arbitrary<Forged> {
 
   // Another job's valid payload (its own token) on this job's topic.
   const wrongJob = fields.map((f) =>
-    send('other-job', f.isState, wireJson(signPayload(payloadOf(f, { jobId: k.other.job_id, dispatchToken: k.other.dispatch_token, attemptId: 1 }), k.other.auth_token)), 'topic'),
+    send(
+      'other-job',
+      f.isState,
+      wireJson(signPayload(payloadOf(f, { jobId: k.other.job_id, dispatchToken: k.other.dispatch_token, attemptId: 1 }), k.other.auth_token)),
+      'topic',
+    ),
   );
 
   // Signed with the job's token, but from its first attempt: what a redispatch leaves retained.
@@ -172,7 +178,19 @@ describe('mam-subscribe under a forged and malformed flood', () => {
     }));
     const flood = [...forged, ...oversized];
     const kinds = new Set(flood.map((f) => f.kind.split(':')[0]));
-    expect([...kinds].sort(), `seed ${seed}`).toEqual(['bytes', 'not-an-object', 'other-job', 'oversized', 'random-hmac', 'stale', 'tampered', 'text', 'truncated', 'type', 'wrong-token']);
+    expect([...kinds].sort(), `seed ${seed}`).toEqual([
+      'bytes',
+      'not-an-object',
+      'other-job',
+      'oversized',
+      'random-hmac',
+      'stale',
+      'tampered',
+      'text',
+      'truncated',
+      'type',
+      'wrong-token',
+    ]);
 
     const w = startWatcher(ws, ['--job', id]);
     await w.subscribed();
@@ -220,7 +238,10 @@ describe('mam-subscribe under a forged and malformed flood', () => {
     expect(jsonOrSchema, `seed ${seed}`).toBe((expected.get('json') ?? 0) + (expected.get('schema') ?? 0) + ambiguous);
     expect(tally.get('schema') ?? 0).toBeGreaterThanOrEqual(expected.get('schema') ?? 0);
     expect(tally.get('json') ?? 0).toBeGreaterThanOrEqual(expected.get('json') ?? 0);
-    expect(auditOf(ws, id).filter((l) => ['duplicate', 'seq_gap', 'ignored_after_terminal'].includes(l.type)), `seed ${seed}`).toEqual([]);
+    expect(
+      auditOf(ws, id).filter((l) => ['duplicate', 'seq_gap', 'ignored_after_terminal'].includes(l.type)),
+      `seed ${seed}`,
+    ).toEqual([]);
     // Nothing the attacker sent reached the record.
     expect(recordOf(ws, id)).toMatchObject({ status: 'completed', last_seq: 3, attempt_id: 2 });
     expect(recordOf(ws, otherId)).toMatchObject({ status: 'pending', last_seq: 0 });
@@ -263,7 +284,12 @@ describe('mam-subscribe --all under a flood on arbitrary topics', () => {
     await attacker.endAsync();
 
     // Still alive and still working: a real job's events come through after the flood.
-    const crashed = () => `crashed (seed ${seed}): ${w.stderr.split('\n').filter((l) => !l.startsWith('{')).join('\n').slice(-1_500)}`;
+    const crashed = () =>
+      `crashed (seed ${seed}): ${w.stderr
+        .split('\n')
+        .filter((l) => !l.startsWith('{'))
+        .join('\n')
+        .slice(-1_500)}`;
     await publishOk(ws, otherId, 'started');
     expect(w.running, crashed()).toBe(true);
     await publishOk(ws, otherId, 'completed');

@@ -4,16 +4,7 @@ import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { type TestBroker, describeWithBroker, startAedesBroker, startMosquitto, useBrokerCleanup } from '../helpers/brokers.ts';
 import type { Workspace } from '../helpers/cli.ts';
 import { collectMessages, connectPlainClient } from '../helpers/mqtt-client.ts';
-import {
-  auditOf,
-  brokerWorkspace,
-  eventsTopicOf,
-  publishOk,
-  recordOf,
-  recordPath,
-  register,
-  sleep,
-} from '../publisher/publish-fixtures.ts';
+import { auditOf, brokerWorkspace, eventsTopicOf, publishOk, recordOf, recordPath, register, sleep } from '../publisher/publish-fixtures.ts';
 import { startWatcher, stderrBesidesSubscribed } from './watcher.ts';
 
 /**
@@ -86,7 +77,10 @@ describe('mam-subscribe output (embedded broker)', () => {
     const exit = await w.exit();
     await tap.endAsync();
     expect(exit.code).toBe(0);
-    expect(w.events().map((e) => [e.seq, e.event])).toEqual([[1, 'started'], [2, 'completed']]);
+    expect(w.events().map((e) => [e.seq, e.event])).toEqual([
+      [1, 'started'],
+      [2, 'completed'],
+    ]);
     expect(w.lines()[0]).toBe(started!.payload);
     expect(auditOf(ws, id).filter((l) => l.type === 'duplicate')).toEqual(
       Array.from({ length: 3 }, () => expect.objectContaining({ type: 'duplicate', seq: 1, event: 'started' })),

@@ -43,7 +43,10 @@ describe('mam-subscribe across a broker restart', () => {
     await publishOk(ws, id, 'completed');
     const exit = await w.exit(15_000);
     expect(exit.code).toBe(0);
-    expect(w.events().map((e) => [e.seq, e.event]), `${exit.stderr}\n${JSON.stringify(auditOf(ws, id))}`).toEqual([
+    expect(
+      w.events().map((e) => [e.seq, e.event]),
+      `${exit.stderr}\n${JSON.stringify(auditOf(ws, id))}`,
+    ).toEqual([
       [1, 'started'],
       [3, 'progress'],
       [4, 'completed'],

@@ -1,29 +1,23 @@
 import * as z from 'zod/mini';
-import { UsageError } from '../../core/errors.ts';
 import type { DelegationStatus } from '../../core/delegate/delegation.ts';
+import { UsageError } from '../../core/errors.ts';
+import { resolveJobLimits } from '../../core/registry/job-limits.ts';
 import { loadContext, warnIfPublicSandbox } from '../context.ts';
-import { countFlag, secondsFlag } from '../flags.ts';
+import { delegationExit, watchExit } from '../exit-codes.ts';
+import { askedLimits, jobFlags, jobOptionsShape, readBrief } from '../job-options.ts';
 import { parseOptions } from '../options.ts';
-import { type CommandSpec, registryOption } from '../program.ts';
+import { defineCommand, registryOption } from '../program.ts';
 import { stopSignal } from '../signals.ts';
-import { readBrief, timingFlags, timingInput } from './register.ts';
 
 const delegateOptions = z.object({
-  brief: z.optional(z.string()),
-  briefFile: z.optional(z.string().check(z.minLength(1))),
+  ...jobOptionsShape,
   exec: z.optional(z.string().check(z.minLength(1))),
   remote: z.optional(z.string().check(z.minLength(1))),
   agentSession: z.optional(z.string().check(z.minLength(1))),
-  heartbeat: z.optional(secondsFlag),
-  heartbeatMisses: z.optional(countFlag),
-  ackTimeout: z.optional(secondsFlag),
-  idleTimeout: z.optional(secondsFlag),
-  timeout: z.optional(secondsFlag),
   json: z.optional(z.boolean()),
   embeddedBroker: z._default(z.boolean(), true),
   registry: z.optional(z.string()),
 });
-
 
 /** The live line for a person at a terminal: job, status, last event, time since it. */
 function statusLine(s: DelegationStatus): string {
@@ -31,23 +25,22 @@ function statusLine(s: DelegationStatus): string {
   return `[${s.jobId}] ${s.status} · last ${s.lastEvent ?? 'none'} ${since}`;
 }
 
-export const delegateCommand: CommandSpec = {
+export const delegateCommand = defineCommand({
   name: 'delegate',
   summary: 'register a job, launch its agent, watch it to the end (0 completed, 1 error/blocked/cancelled, 2 timeout, 3 broker)',
   configure: (cmd) =>
-    timingFlags(
-      registryOption(cmd)
-        .option('--brief <text>', 'what the agent is asked to do')
-        .option('--brief-file <file>', 'read the brief from a file (- for stdin)')
-        .option('--exec <cmd>', 'run the agent locally through sh -c')
-        .option('--remote <session>', 'dispatch the job to a mam-remote runner of this session')
-        .option('--agent-session <name>', 'the agent session the job is for'),
-    )
+    jobFlags(registryOption(cmd))
+      .option('--exec <cmd>', 'run the agent locally through sh -c')
+      .option('--remote <session>', 'dispatch the job to a mam-remote runner of this session')
+      .option('--agent-session <name>', 'the agent session the job is for')
       .option('--json', 'JSON lines even on a terminal')
       .option('--no-embedded-broker', 'never start the embedded broker when none answers'),
-  async run(raw) {
+  parse(raw) {
     const opts = parseOptions(delegateOptions, raw);
     if ((opts.exec === undefined) === (opts.remote === undefined)) throw new UsageError('exactly one of --exec and --remote is required');
+    return opts;
+  },
+  async run(opts) {
     const brief = readBrief(opts);
     const { config, registry } = loadContext(opts);
     await warnIfPublicSandbox(config);
@@ -67,12 +60,7 @@ export const delegateCommand: CommandSpec = {
     let ticker: NodeJS.Timeout | undefined;
     let last: DelegationStatus | undefined;
     const delegation = new Delegation(config, registry, {
-      job: {
-        agentSession: opts.agentSession,
-        brief,
-        ...timingInput(opts, config),
-        dependsOn: [],
-      },
+      job: { agentSession: opts.agentSession, brief, ...resolveJobLimits(askedLimits(opts), config), dependsOn: [] },
       exec: opts.exec,
       remoteSession: opts.remote,
       embeddedBroker: opts.embeddedBroker,
@@ -80,6 +68,7 @@ export const delegateCommand: CommandSpec = {
       format: human ? output.prettyLine : output.jsonLine,
       log: createLogger('mam-delegate', config.logLevel),
       stopSignal: stopSignal(),
+      onEmbeddedBroker: ({ host, port }) => process.stderr.write(`mam delegate: no broker at ${host}:${port}; started the embedded one there for this job\n`),
       onRegistered: (record) => {
         process.stderr.write(`job ${record.job_id} registered\n`);
         if (!human) return;
@@ -89,13 +78,18 @@ export const delegateCommand: CommandSpec = {
           process.stdout.write(`\r\x1b[K${live}`);
         }, 1000);
       },
+      onSubscribed: ({ watching, broker }) => process.stderr.write(`SUBSCRIBED ${watching} ${broker}\n`),
       onStatus: (s) => (last = s),
     });
     try {
-      return await delegation.run();
+      const outcome = await delegation.run();
+      const { line } = watchExit(outcome.watch);
+      if (line) process.stderr.write(`${line}\n`);
+      if (outcome.closed) process.stderr.write(`job ${outcome.jobId}: closed ${outcome.closed.status} (${outcome.closed.reason})\n`);
+      return delegationExit(outcome);
     } finally {
       clearInterval(ticker);
       if (human && live) process.stdout.write('\r\x1b[K');
     }
   },
-};
+});

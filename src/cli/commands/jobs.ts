@@ -1,12 +1,13 @@
 import * as z from 'zod/mini';
+import { JOB_STATUSES } from '../../core/vocabulary.ts';
 import { type JobRecord, publicView } from '../../core/registry/job-record.ts';
-import { loadContext } from '../context.ts';
+import { loadContext, warn } from '../context.ts';
 import { parseOptions } from '../options.ts';
-import { type CommandSpec, registryOption } from '../program.ts';
+import { defineCommand, registryOption } from '../program.ts';
 
 const jobsOptions = z.object({
   json: z.optional(z.boolean()),
-  status: z.optional(z.enum(['pending', 'running', 'completed', 'error', 'cancelled'])),
+  status: z.optional(z.enum(JOB_STATUSES)),
   registry: z.optional(z.string()),
 });
 
@@ -31,23 +32,27 @@ export function formatJobsTable(records: JobRecord[], now = Date.now()): string 
   ]);
   const header = ['JOB', 'STATUS', 'SESSION', 'ATTEMPT', 'SEQ', 'UPDATED', 'BRIEF'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return [line(header), ...rows.map(line)].join('\n');
 }
 
-export const jobsCommand: CommandSpec = {
+export const jobsCommand = defineCommand({
   name: 'jobs',
   summary: 'list jobs: a table, or a JSON array with --json',
   configure: (cmd) =>
     registryOption(cmd).option('--json', 'print a JSON array of records (without tokens)').option('--status <status>', 'only jobs with this status'),
-  async run(raw) {
-    const opts = parseOptions(jobsOptions, raw);
+  parse: (raw) => parseOptions(jobsOptions, raw),
+  async run(opts) {
     const { registry } = loadContext(opts);
     const { records, corrupt } = registry.list();
-    for (const err of corrupt) process.stderr.write(`warning: ${err.message}; skipped\n`);
+    for (const err of corrupt) warn(`${err.message}; skipped`);
     const shown = opts.status ? records.filter((r) => r.status === opts.status) : records;
     if (opts.json) process.stdout.write(`${JSON.stringify(shown.map(publicView))}\n`);
     else if (shown.length > 0) process.stdout.write(`${formatJobsTable(shown)}\n`);
     else process.stderr.write('no jobs\n');
   },
-};
+});

@@ -1,23 +1,24 @@
 import * as z from 'zod/mini';
 import { publicView } from '../../core/registry/job-record.ts';
 import { loadContext } from '../context.ts';
+import { nonEmptyFlag } from '../flags.ts';
 import { parseOptions, printJson } from '../options.ts';
-import { type CommandSpec, registryOption } from '../program.ts';
+import { defineCommand, registryOption } from '../program.ts';
 
 const pickOptions = z.object({
-  agentSession: z.string({ error: 'required' }).check(z.minLength(1)),
+  agentSession: nonEmptyFlag,
   registry: z.optional(z.string()),
   json: z.optional(z.boolean()),
 });
 
-export const pickCommand: CommandSpec = {
+export const pickCommand = defineCommand({
   name: 'pick',
   summary: 'claim the oldest pickable pending job for an agent session (exit 4 when none)',
   configure: (cmd) =>
     registryOption(cmd).requiredOption('--agent-session <name>', 'the session claiming the job').option('--json', 'print the record as JSON (the default)'),
-  async run(raw) {
-    const opts = parseOptions(pickOptions, raw);
+  parse: (raw) => parseOptions(pickOptions, raw),
+  async run(opts) {
     const { registry } = loadContext(opts);
     printJson(publicView(await registry.pick(opts.agentSession)));
   },
-};
+});

@@ -3,18 +3,18 @@ import { publicView } from '../../core/registry/job-record.ts';
 import { loadContext } from '../context.ts';
 import { jobIdFlag } from '../flags.ts';
 import { parseOptions, printJson } from '../options.ts';
-import { type CommandSpec, registryOption } from '../program.ts';
+import { defineCommand, registryOption } from '../program.ts';
 
 const redispatchOptions = z.object({ job: jobIdFlag, registry: z.optional(z.string()), json: z.optional(z.boolean()) });
 
-export const redispatchCommand: CommandSpec = {
+export const redispatchCommand = defineCommand({
   name: 'redispatch',
   summary: 'make a job pending again as a new attempt, with a fresh dispatch token',
   configure: (cmd) => registryOption(cmd).requiredOption('--job <id>', 'job id').option('--json', 'print the record as JSON (the default)'),
-  async run(raw) {
-    const opts = parseOptions(redispatchOptions, raw);
+  parse: (raw) => parseOptions(redispatchOptions, raw),
+  async run(opts) {
     const { registry } = loadContext(opts);
     const { record } = await registry.redispatch(opts.job);
     printJson(publicView(record));
   },
-};
+});

@@ -1,31 +1,34 @@
 import * as z from 'zod/mini';
 import { publicView } from '../../core/registry/job-record.ts';
 import { loadContext, warnIfPublicSandbox } from '../context.ts';
+import { runnerExit } from '../exit-codes.ts';
 import { jobIdFlag } from '../flags.ts';
 import { parseOptions, printJson } from '../options.ts';
-import { type CommandSpec, registryOption } from '../program.ts';
+import { defineCommand, registryOption } from '../program.ts';
 import { stopSignal } from '../signals.ts';
 
-const session = z.string().check(z.minLength(1)).check(z.regex(/^[^\s]+$/, 'no spaces'));
+const session = z
+  .string()
+  .check(z.minLength(1))
+  .check(z.regex(/^[^\s]+$/, 'no spaces'));
 
 const dispatchOptions = z.object({ job: jobIdFlag, session, registry: z.optional(z.string()) });
-const runOptions = z.object({ session, exec: z.string().check(z.minLength(1)), once: z.optional(z.boolean()), registry: z.optional(z.string()) });
+const runOptions = z.object({ session, exec: z.string().check(z.minLength(1)), once: z._default(z.boolean(), false), registry: z.optional(z.string()) });
 
-
-const dispatchCommand: CommandSpec = {
+const dispatchCommand = defineCommand({
   name: 'dispatch',
   summary: 'hand a job to a runner of SESSION on another host (signed, retained, token sealed)',
   configure: (cmd) => registryOption(cmd).requiredOption('--job <id>', 'job id').requiredOption('--session <name>', "the runner's session name"),
-  async run(raw) {
-    const opts = parseOptions(dispatchOptions, raw);
+  parse: (raw) => parseOptions(dispatchOptions, raw),
+  async run(opts) {
     const { config, registry } = loadContext(opts);
     await warnIfPublicSandbox(config);
     const { dispatchJob } = await import('../../core/remote/dispatcher.ts');
     printJson(publicView(await dispatchJob(config, registry, opts.job, opts.session)));
   },
-};
+});
 
-const runCommand: CommandSpec = {
+const runCommand = defineCommand({
   name: 'run',
   summary: 'take dispatches for SESSION and run CMD for each, one at a time (--once: one job, exit 0 if completed)',
   configure: (cmd) =>
@@ -33,26 +36,29 @@ const runCommand: CommandSpec = {
       .requiredOption('--session <name>', 'the session this runner serves')
       .requiredOption('--exec <cmd>', 'the agent command, run through sh -c')
       .option('--once', 'run one job, then exit 0 if it completed, else 1'),
-  async run(raw) {
-    const opts = parseOptions(runOptions, raw);
+  parse: (raw) => parseOptions(runOptions, raw),
+  async run(opts) {
     const { config, registry } = loadContext(opts);
     await warnIfPublicSandbox(config);
     const [{ RemoteRunner }, { createLogger }] = await Promise.all([import('../../core/remote/runner.ts'), import('../../core/log.ts')]);
     const runner = new RemoteRunner(config, registry, {
       session: opts.session,
       exec: opts.exec,
-      once: opts.once ?? false,
+      once: opts.once,
       log: createLogger('mam-remote', config.logLevel),
       stopSignal: stopSignal(),
+      onSubscribed: () => process.stderr.write(`SUBSCRIBED remote runner for session ${opts.session}\n`),
+      onCancelled: (jobId) => process.stderr.write(`job ${jobId}: cancelled by the delegator; stopping the agent\n`),
     });
-    return runner.run();
+    return runnerExit(await runner.run());
   },
-};
+});
 
-export const remoteCommand: CommandSpec = {
+export const remoteCommand = defineCommand({
   name: 'remote',
   summary: 'delegate jobs to agents on other hosts through the broker',
   configure: (cmd) => cmd,
+  parse: () => ({}),
   async run() {},
   subcommands: [dispatchCommand, runCommand],
-};
+});

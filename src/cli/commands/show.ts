@@ -3,17 +3,17 @@ import { publicView } from '../../core/registry/job-record.ts';
 import { loadContext } from '../context.ts';
 import { jobIdFlag } from '../flags.ts';
 import { parseOptions, printJson } from '../options.ts';
-import { type CommandSpec, registryOption } from '../program.ts';
+import { defineCommand, registryOption } from '../program.ts';
 
 const showOptions = z.object({ job: jobIdFlag, registry: z.optional(z.string()), json: z.optional(z.boolean()) });
 
-export const showCommand: CommandSpec = {
+export const showCommand = defineCommand({
   name: 'show',
   summary: "print one job's record (without its token)",
   configure: (cmd) => registryOption(cmd).requiredOption('--job <id>', 'job id').option('--json', 'print the record as JSON (the default)'),
-  async run(raw) {
-    const opts = parseOptions(showOptions, raw);
+  parse: (raw) => parseOptions(showOptions, raw),
+  async run(opts) {
     const { registry } = loadContext(opts);
     printJson(publicView(registry.read(opts.job)));
   },
-};
+});

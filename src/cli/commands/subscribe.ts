@@ -1,13 +1,11 @@
 import * as z from 'zod/mini';
 import { UsageError } from '../../core/errors.ts';
 import { loadContext, warnIfPublicSandbox } from '../context.ts';
-import { jobIdFlag } from '../flags.ts';
+import { watchExit } from '../exit-codes.ts';
+import { jobIdFlag, limitFlag } from '../flags.ts';
 import { collect, parseOptions } from '../options.ts';
-import { type CommandSpec, registryOption } from '../program.ts';
+import { defineCommand, registryOption } from '../program.ts';
 import { stopSignal } from '../signals.ts';
-
-/** 0 turns a clock off, as `timeout 0` would. */
-const limitFlag = z.pipe(z.string().check(z.regex(/^\d+(\.\d+)?$/, 'expected a number of seconds')), z.transform(Number));
 
 const subscribeOptions = z.object({
   job: z._default(z.array(jobIdFlag), []),
@@ -20,23 +18,25 @@ const subscribeOptions = z.object({
   registry: z.optional(z.string()),
 });
 
-
-export const subscribeCommand: CommandSpec = {
+export const subscribeCommand = defineCommand({
   name: 'subscribe',
   summary: 'watch jobs; print accepted events as JSON lines; exit 0 completed, 1 error/cancelled, 2 timeout, 3 broker down',
   configure: (cmd) =>
     registryOption(cmd)
-      .option('--job <id>', 'job to watch (repeatable)', collect, [])
+      .option('--job <id>', 'job to watch (repeatable)', collect)
       .option('--all', 'monitor every job under the topic root; never exits on a terminal')
-      .option('--timeout <sec>', "wall-clock budget (default the job's timeout_sec)")
-      .option('--idle-timeout <sec>', "silence allowed since the last event (default the job's idle_timeout_sec)")
+      .option('--timeout <sec>', "wall-clock budget (default the job's timeout_sec; 0: none)")
+      .option('--idle-timeout <sec>', "silence allowed since the last event (default the job's idle_timeout_sec; 0: none)")
       .option('--ack-timeout <sec>', "extra allowance before the first event (default the job's ack_timeout_sec)")
       .option('--remote', 'mirror started and terminal events into the local record')
       .option('--pretty', 'a human line per event instead of JSON'),
-  async run(raw) {
+  parse(raw) {
     const opts = parseOptions(subscribeOptions, raw);
     if (opts.all && opts.job.length > 0) throw new UsageError('--all and --job are exclusive');
     if (!opts.all && opts.job.length === 0) throw new UsageError('--job <id> or --all is required');
+    return { ...opts, job: [...new Set(opts.job)], all: opts.all ?? false };
+  },
+  async run(opts) {
     const { config, registry } = loadContext(opts);
     await warnIfPublicSandbox(config);
     const [{ watch }, { createLogger }, output] = await Promise.all([
@@ -44,15 +44,20 @@ export const subscribeCommand: CommandSpec = {
       import('../../core/log.ts'),
       import('../../core/subscriber/output.ts'),
     ]);
-    return watch(config, registry, {
-      jobIds: [...new Set(opts.job)],
-      all: opts.all ?? false,
+    const outcome = await watch(config, registry, {
+      jobIds: opts.job,
+      all: opts.all,
       flags: { timeoutSec: opts.timeout, idleTimeoutSec: opts.idleTimeout, ackTimeoutSec: opts.ackTimeout },
       remote: opts.remote ?? false,
       write: (text) => process.stdout.write(text),
       format: opts.pretty ? output.prettyLine : output.jsonLine,
       log: createLogger('mam-subscribe', config.logLevel),
       stopSignal: stopSignal(),
+      // Contract §4: always printed, whatever the log level; wrappers wait for it.
+      onSubscribed: ({ watching, broker }) => process.stderr.write(`SUBSCRIBED ${watching} ${broker}\n`),
     });
+    const { code, line } = watchExit(outcome);
+    if (line) process.stderr.write(`${line}\n`);
+    return code;
   },
-};
+});

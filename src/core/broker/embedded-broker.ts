@@ -1,8 +1,7 @@
 import { mkdir } from 'node:fs/promises';
-import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer } from 'node:http';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { createRequire } from 'node:module';
-import type { Duplex } from 'node:stream';
 import { timingSafeEqual } from 'node:crypto';
 import { MamError } from '../errors.ts';
 
@@ -31,19 +30,6 @@ export interface EmbeddedBroker {
   wsPort?: number;
   close(): Promise<void>;
 }
-
-// What the broker needs from `ws`. `ws` is not a declared dependency of this package (it is
-// installed as a dependency of mqtt), so it is imported by a non-literal specifier, typed here,
-// and only when a WebSocket listener is asked for.
-interface WsModule {
-  WebSocketServer: new (opts: { server: HttpServer }) => {
-    on(event: 'connection', cb: (ws: unknown, req: IncomingMessage) => void): void;
-    on(event: 'error', cb: (err: Error) => void): void;
-    close(cb?: () => void): void;
-  };
-  createWebSocketStream(ws: unknown): Duplex;
-}
-const WS_MODULE: string = 'ws';
 
 // ws, level and aedes-persistence-level stay out of the bundles (native code, optional parts) and
 // are CommonJS packages: loaded with require, which works alike from the sources and the bundles,
@@ -88,7 +74,7 @@ export async function startEmbeddedBroker(opts: EmbeddedBrokerOptions): Promise<
 
     let wsPort: number | undefined;
     if (opts.wsPort !== undefined) {
-      const ws = requireDependency(WS_MODULE) as WsModule;
+      const ws = requireDependency('ws') as typeof import('ws');
       const http = createHttpServer();
       const wsSockets = new Set<Socket>();
       track(http, wsSockets);
@@ -127,8 +113,8 @@ async function openDb(dataDir: string) {
   } catch (err) {
     // LevelDB holds an exclusive lock: a second broker on the same folder is the usual cause.
     const cause = (err as { cause?: { code?: string } }).cause;
-    if (cause?.code === 'LEVEL_LOCKED') throw new MamError(`data dir ${dataDir} is in use by another broker`, 1);
-    throw new MamError(`data dir ${dataDir}: cannot open the broker database (${(err as Error).message})`, 1);
+    if (cause?.code === 'LEVEL_LOCKED') throw new MamError(`data dir ${dataDir} is in use by another broker`);
+    throw new MamError(`data dir ${dataDir}: cannot open the broker database (${(err as Error).message})`);
   }
   return aedesPersistenceLevel(db);
 }
@@ -197,8 +183,8 @@ function track(server: Server | HttpServer, sockets: Set<Socket>): void {
 function listen(server: Server | HttpServer, host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => {
-      if (err.code === 'EADDRINUSE') reject(new MamError(`port ${port} on ${host} is already in use`, 1));
-      else reject(new MamError(`cannot listen on ${host}:${port} (${err.code ?? err.message})`, 1));
+      if (err.code === 'EADDRINUSE') reject(new MamError(`port ${port} on ${host} is already in use`));
+      else reject(new MamError(`cannot listen on ${host}:${port} (${err.code ?? err.message})`));
     };
     server.once('error', onError);
     server.listen(port, host, () => {

@@ -3,14 +3,8 @@ import * as z from 'zod/mini';
 import '../zod-messages.ts';
 import { ConfigError } from '../errors.ts';
 import { mergeEnv, readEnvFile } from './env-file.ts';
+import { secondsText, switchText, wholeNumberText } from './text-values.ts';
 import { findWorkspaceRoot } from './workspace.ts';
-
-const flag = z.pipe(z.string().check(z.trim()).check(z.toLowerCase()).check(z.refine((s) => ['', '0', '1', 'true', 'false', 'yes', 'no', 'on', 'off'].includes(s), 'expected true or false')), z.transform((s) => ['1', 'true', 'yes', 'on'].includes(s)));
-
-const int = (min: number, max: number) =>
-  z.pipe(z.pipe(z.string().check(z.trim()).check(z.regex(/^\d+$/, 'expected a whole number')), z.transform(Number)), z.int().check(z.minimum(min)).check(z.maximum(max)));
-
-const seconds = z.pipe(z.pipe(z.string().check(z.trim()).check(z.regex(/^\d+(\.\d+)?$/, 'expected a number of seconds')), z.transform(Number)), z.number().check(z.positive()));
 
 const nonEmpty = z.string().check(z.trim()).check(z.minLength(1));
 
@@ -18,30 +12,41 @@ const nonEmpty = z.string().check(z.trim()).check(z.minLength(1));
  * `MAM_TOPIC_ROOT`: NATS drops a connection whose topics hold `.` or spaces, and MQTT wildcards
  * would let one job's topic match another's, so the root is checked here once for every command.
  */
-export const topicRoot = z.string().check(z.trim()).check(z.minLength(1)).check(z.refine((s) => !/[.\s+#]/.test(s), 'must not contain ".", spaces, "+" or "#"')).check(z.refine((s) => !s.startsWith('/') && !s.endsWith('/') && !s.includes('//'), 'must not start or end with "/" or hold an empty level'));
+export const topicRoot = z
+  .string()
+  .check(z.trim())
+  .check(z.minLength(1))
+  .check(z.refine((s) => !/[.\s+#]/.test(s), 'must not contain ".", spaces, "+" or "#"'))
+  .check(z.refine((s) => !s.startsWith('/') && !s.endsWith('/') && !s.includes('//'), 'must not start or end with "/" or hold an empty level'));
 
 /** Section 7, one key per variable: the string form of the environment, validated and typed. */
 const envSchema = z.object({
   MQTT_BROKER: z._default(nonEmpty, '127.0.0.1'),
-  MQTT_PORT: z._default(int(1, 65535), 1883),
-  MQTT_TLS: z._default(flag, false),
+  MQTT_PORT: z._default(wholeNumberText(1, 65535), 1883),
+  MQTT_TLS: z._default(switchText, false),
   MQTT_USERNAME: z.optional(z.string()),
   MQTT_PASSWORD: z.optional(z.string()),
   MQTT_CA_CERTS: z.optional(nonEmpty),
   MQTT_CERTFILE: z.optional(nonEmpty),
   MQTT_KEYFILE: z.optional(nonEmpty),
-  MQTT_CLIENT_ID_PREFIX: z._default(z.string().check(z.trim()).check(z.regex(/^[A-Za-z0-9_-]{1,32}$/, 'expected 1-32 letters, digits, "_" or "-"')), 'mam'),
-  MQTT_KEEPALIVE: z._default(int(0, 65535), 60),
+  MQTT_CLIENT_ID_PREFIX: z._default(
+    z
+      .string()
+      .check(z.trim())
+      .check(z.regex(/^[A-Za-z0-9_-]{1,32}$/, 'expected 1-32 letters, digits, "_" or "-"')),
+    'mam',
+  ),
+  MQTT_KEEPALIVE: z._default(wholeNumberText(0, 65535), 60),
   MAM_TOPIC_ROOT: z._default(topicRoot, 'python/mqtt/jobs'),
-  MAM_HEARTBEAT_SEC: z._default(seconds, 30),
-  MAM_HEARTBEAT_MISSES: z._default(int(1, 1000), 4),
-  MAM_ACK_TIMEOUT_S: z._default(seconds, 180),
-  MAM_HEARTBEAT_DRAIN_S: z._default(seconds, 1),
+  MAM_HEARTBEAT_SEC: z._default(secondsText(), 30),
+  MAM_HEARTBEAT_MISSES: z._default(wholeNumberText(1, 1000), 4),
+  MAM_ACK_TIMEOUT_S: z._default(secondsText(), 180),
+  MAM_HEARTBEAT_DRAIN_S: z._default(secondsText(), 1),
   MAM_DISPATCH_SECRET: z.optional(z.string().check(z.minLength(1))),
   MAM_REGISTRY_DIR: z.optional(nonEmpty),
   MAM_LOG_DIR: z.optional(nonEmpty),
   MAM_LOG_LEVEL: z._default(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'warn'),
-  MAM_DEBUG: z._default(flag, false),
+  MAM_DEBUG: z._default(switchText, false),
 });
 
 export interface BrokerConfig {

@@ -13,7 +13,10 @@ export function parseEnvFile(text: string): Record<string, string> {
     if (line === '' || line.startsWith('#')) continue;
     const eq = line.indexOf('=');
     if (eq <= 0) continue;
-    const key = line.slice(0, eq).replace(/^export\s+/, '').trim();
+    const key = line
+      .slice(0, eq)
+      .replace(/^export\s+/, '')
+      .trim();
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) continue;
     const value = line.slice(eq + 1).trim();
     // `KEY="a b" # note` is quoted too: the comment after the closing quote goes, the quotes with it.

@@ -1,10 +1,5 @@
 import net from 'node:net';
 
-/** Loopback addresses: the only ones `mam delegate` may start its own broker on. */
-export function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
-}
-
 /** True when something accepts TCP connections at host:port within `timeoutMs`. */
 export function brokerAnswers(host: string, port: number, timeoutMs = 1_000): Promise<boolean> {
   return new Promise((resolve) => {

@@ -1,15 +1,14 @@
 import { publishCommandLine } from '../bin-path.ts';
 import type { MamConfig } from '../config/config.ts';
-import { ExitCode } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { publishCloseState } from '../publisher/close-state.ts';
+import { isLoopback } from '../mqtt/broker-target.ts';
+import { closeJob } from '../publisher/close-state.ts';
 import type { JobRecord } from '../registry/job-record.ts';
-import { isTerminalStatus } from '../registry/job-record.ts';
-import type { Registry, RegisterInput } from '../registry/registry.ts';
-import type { CloseRequest } from '../registry/transitions.ts';
-import { AgentProcess, describeExit } from '../remote/agent-process.ts';
-import { Subscriber } from '../subscriber/subscriber.ts';
-import { brokerAnswers, isLoopback } from './broker-probe.ts';
+import type { RegisterInput, Registry } from '../registry/registry.ts';
+import { AgentProcess, type AgentExit, describeExit } from '../remote/agent-process.ts';
+import { Subscriber, type SubscribeOptions, type WatchOutcome } from '../subscriber/subscriber.ts';
+import { type CloseRequest, type TerminalStatus, isTerminalStatus, terminalStatusOf } from '../vocabulary.ts';
+import { brokerAnswers } from './broker-probe.ts';
 
 export interface DelegateOptions {
   job: Omit<RegisterInput, 'transport'>;
@@ -19,11 +18,14 @@ export interface DelegateOptions {
   embeddedBroker: boolean;
   write: (text: string) => void;
   format: (payload: unknown) => string;
+  log: Logger;
+  stopSignal: Promise<unknown>;
+  onRegistered?: (record: JobRecord) => void;
+  onSubscribed?: SubscribeOptions['onSubscribed'];
   /** A live status line for people at a terminal (the CLI draws it). */
   onStatus?: (status: DelegationStatus) => void;
-  log: Logger;
-  stopSignal: Promise<void>;
-  onRegistered?: (record: JobRecord) => void;
+  /** No broker answered on loopback, and the embedded one was started there. */
+  onEmbeddedBroker?: (where: { host: string; port: number }) => void;
 }
 
 export interface DelegationStatus {
@@ -33,8 +35,32 @@ export interface DelegationStatus {
   lastEventAt: number | null;
 }
 
+/**
+ * How a delegation ended (contract §1). The job's own outcome (`completed`, `failed`), or what the
+ * orchestrator decided: an agent that never said `started` (`agent_blocked`), one that ended without
+ * an outcome (`agent_exited`), a signal (`cancelled`), a timeout (`deadline_timeout`), or no broker.
+ */
+export type DelegationEnd = 'completed' | 'failed' | 'agent_blocked' | 'agent_exited' | 'cancelled' | 'deadline_timeout' | 'broker_unreachable';
+
+export interface DelegationOutcome {
+  jobId: string;
+  end: DelegationEnd;
+  /** The job's status when the delegation ended. */
+  status: TerminalStatus | 'pending' | 'running';
+  /** When the delegation closed the job itself: the status and the reason it recorded. */
+  closed?: { status: TerminalStatus; reason: string } | undefined;
+  /** Why watchers elsewhere were not told of that close, when they were not. */
+  closeNotice?: Error | undefined;
+  watch: WatchOutcome;
+}
+
 /** After the agent's command ends, how long its last events may take to arrive before the job is closed. */
 const AFTER_EXIT_GRACE_MS = 3_000;
+
+interface Closing {
+  request: CloseRequest;
+  end: DelegationEnd;
+}
 
 /**
  * `mam delegate` (contract §1): register, watch, launch, require `started` within the ack timeout,
@@ -44,7 +70,7 @@ const AFTER_EXIT_GRACE_MS = 3_000;
 export class Delegation {
   private agent: AgentProcess | undefined;
   private started = false;
-  private closing: { request: CloseRequest; reason: string; exit: number } | undefined;
+  private closing: Closing | undefined;
   private stopWatch!: () => void;
   private readonly status: DelegationStatus = { jobId: '', status: 'pending', lastEvent: null, lastEventAt: null };
 
@@ -54,7 +80,7 @@ export class Delegation {
     private readonly opts: DelegateOptions,
   ) {}
 
-  async run(): Promise<number> {
+  async run(): Promise<DelegationOutcome> {
     const stopBroker = await this.ensureBroker();
     try {
       return await this.delegate();
@@ -63,7 +89,7 @@ export class Delegation {
     }
   }
 
-  private async delegate(): Promise<number> {
+  private async delegate(): Promise<DelegationOutcome> {
     const record = await this.registry.register({ ...this.opts.job, transport: this.opts.remoteSession ? 'remote' : 'herdr' });
     this.status.jobId = record.job_id;
     this.opts.onRegistered?.(record);
@@ -82,21 +108,23 @@ export class Delegation {
         format: this.opts.format,
         log: this.opts.log,
         stopSignal: watchStopped,
-        onSubscribed: subscribed,
+        onSubscribed: (info) => {
+          this.opts.onSubscribed?.(info);
+          subscribed();
+        },
         onPrinted: (_jobId, event, payload) => this.onPrinted(event, payload),
       },
       [record],
     );
     const watching = subscriber.run();
-    this.opts.stopSignal.then(() => this.abort('cancelled', 'cancelled', ExitCode.failure));
+    void this.opts.stopSignal.then(() => this.abort('cancelled', 'cancelled'));
     // Start watching before the agent starts, so that nothing it publishes is missed.
     const first = await Promise.race([ready.then(() => 'ready' as const), watching]);
     if (first === 'ready' && !this.closing) {
       await this.launch(record);
       this.armAckTimeout(record);
     }
-    const watchCode = await watching;
-    return this.finish(record, watchCode);
+    return this.finish(record, await watching);
   }
 
   private async launch(record: JobRecord): Promise<void> {
@@ -124,20 +152,19 @@ export class Delegation {
   /** Fail closed: an agent that has not said `started` within the ack timeout is stopped and never re-launched. */
   private armAckTimeout(record: JobRecord): void {
     const timer = setTimeout(() => {
-      if (!this.started) this.abort('error', 'agent_blocked', ExitCode.failure);
+      if (!this.started) this.abort('error', 'agent_blocked');
     }, record.ack_timeout_sec * 1000);
     timer.unref();
   }
 
   /** A local agent that ended without a terminal event gets one chance for its last events to land. */
-  private onAgentExit(record: JobRecord, exit: { code: number | null; signal: NodeJS.Signals | null }): void {
+  private onAgentExit(record: JobRecord, exit: AgentExit): void {
     if (this.closing) return;
     const timer = setTimeout(() => {
       if (this.closing) return;
-      const now = this.registry.read(record.job_id);
-      if (isTerminalStatus(now.status)) return;
+      if (isTerminalStatus(this.registry.read(record.job_id).status)) return;
       this.opts.log.warn({ job: record.job_id }, `${describeExit(exit)} without reporting an outcome`);
-      this.abort('error', 'agent_exited', ExitCode.failure);
+      this.abort('error', 'agent_exited');
     }, AFTER_EXIT_GRACE_MS);
     timer.unref();
   }
@@ -149,35 +176,36 @@ export class Delegation {
       this.status.lastEventAt = Date.now();
     }
     const p = payload as { status?: string };
-    this.status.status = p.status ?? (event === 'completed' || event === 'error' ? event : this.started ? 'running' : 'pending');
+    this.status.status = p.status ?? terminalStatusOf(event ?? '') ?? (this.started ? 'running' : 'pending');
     this.opts.onStatus?.({ ...this.status });
   }
 
   /** Ends the watch on the orchestrator's decision (ack timeout, signal, agent gone); finish() closes. */
-  private abort(request: CloseRequest, reason: string, exit: number): void {
+  private abort(request: CloseRequest, end: DelegationEnd): void {
     if (this.closing) return;
-    this.closing = { request, reason, exit };
+    this.closing = { request, end };
     this.stopWatch();
   }
 
-  private async finish(record: JobRecord, watchCode: number): Promise<number> {
+  private async finish(record: JobRecord, watch: WatchOutcome): Promise<DelegationOutcome> {
     let closing = this.closing;
-    if (!closing && (watchCode === ExitCode.notDelivered || watchCode === ExitCode.brokerDown)) {
-      closing = watchCode === ExitCode.notDelivered
-        ? { request: 'deadline_timeout', reason: 'deadline_timeout', exit: ExitCode.notDelivered }
-        : { request: 'error', reason: 'broker_unreachable', exit: ExitCode.brokerDown };
-    }
+    if (!closing && (watch.reason === 'wall_timeout' || watch.reason === 'idle_timeout')) closing = { request: 'deadline_timeout', end: 'deadline_timeout' };
+    if (!closing && (watch.reason === 'broker_unreachable' || watch.reason === 'broker_refused')) closing = { request: 'error', end: 'broker_unreachable' };
     if (this.agent) await this.agent.stop();
-    if (!closing) return watchCode;
     const now = this.registry.read(record.job_id);
+    const outcome = { jobId: record.job_id, status: now.status, watch };
+    if (!closing) return { ...outcome, end: watch.reason === 'all_completed' ? 'completed' : 'failed' };
     // The job ended on its own while we were deciding: its outcome stands.
-    if (isTerminalStatus(now.status)) return now.status === 'completed' ? ExitCode.ok : ExitCode.failure;
-    const { record: closed } = await this.registry.close(record.job_id, closing.request, closing.reason);
-    process.stderr.write(`job ${record.job_id}: closed ${closed.status} (${closing.reason})\n`);
-    // Watchers elsewhere (a remote runner, a dashboard) learn it from the signed retained state.
-    const failure = await publishCloseState(this.config, closed, closing.request, closing.reason);
-    if (failure) this.opts.log.warn({ job: record.job_id, err: failure.message }, 'close not published');
-    return closing.exit;
+    if (isTerminalStatus(now.status)) return { ...outcome, end: now.status === 'completed' ? 'completed' : 'failed' };
+    const { record: closed, notice } = await closeJob(this.config, this.registry, record.job_id, closing.request, closing.end);
+    if (notice) this.opts.log.warn({ job: record.job_id, err: notice.message }, 'close not published');
+    return {
+      ...outcome,
+      status: closed.status as TerminalStatus,
+      end: closing.end,
+      closed: { status: closed.status as TerminalStatus, reason: closing.end },
+      closeNotice: notice,
+    };
   }
 
   /** No broker at a loopback address: start the embedded one there for the duration of the command. */
@@ -186,7 +214,7 @@ export class Delegation {
     if (!this.opts.embeddedBroker || !isLoopback(host) || (await brokerAnswers(host, port))) return async () => {};
     const { startEmbeddedBroker } = await import('../broker/embedded-broker.ts');
     const broker = await startEmbeddedBroker({ host, port });
-    process.stderr.write(`mam delegate: no broker at ${host}:${port}; started the embedded one there for this job\n`);
+    this.opts.onEmbeddedBroker?.({ host, port });
     return () => broker.close();
   }
 }

@@ -5,18 +5,7 @@ import { type ProcInfo, readProc } from './proc.ts';
  * Command names of agent CLIs (contract §5). The heartbeat watches the agent itself, not the
  * shell it ran `mam-publish` from: agents run each tool call in a fresh `sh -c` that exits at once.
  */
-export const AGENT_CLIS: readonly string[] = [
-  'claude',
-  'codex',
-  'gemini',
-  'aider',
-  'opencode',
-  'cursor-agent',
-  'goose',
-  'amp',
-  'qwen',
-  'crush',
-];
+export const AGENT_CLIS: readonly string[] = ['claude', 'codex', 'gemini', 'aider', 'opencode', 'cursor-agent', 'goose', 'amp', 'qwen', 'crush'];
 
 /** Interpreters that run an agent as a script: `node …/bin/claude`, `python3 …/bin/aider`. */
 const INTERPRETER = /^(node|nodejs|bun|deno|python[0-9.]*|pypy[0-9.]*)$/;

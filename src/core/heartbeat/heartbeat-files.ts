@@ -1,8 +1,7 @@
 import { readFileSync, unlinkSync } from 'node:fs';
-import lockfile from 'proper-lockfile';
 import writeFileAtomic from 'write-file-atomic';
-import { MamError } from '../errors.ts';
 import type { JobRecord } from '../registry/job-record.ts';
+import { withDirLock } from '../registry/lock.ts';
 import type { RegistryPaths } from '../registry/paths.ts';
 import { FILE_MODE, ensureDir, writeJsonAtomic } from '../registry/record-store.ts';
 
@@ -11,14 +10,6 @@ export interface Barrier {
   attempt_id: number;
   dispatch_token: string;
 }
-
-/** As the registry lock: only a dead holder leaves a lock this old (proper-lockfile refreshes it). */
-const STALE_MS = 5_000;
-/** A start waits for a replaced timer's drain and a child's pidfile; a stop for one drain. */
-const WAIT_MS = 30_000;
-
-/** The heartbeat lock was lost while held (a suspended laptop, a clock jump). */
-export class HeartbeatLockLost extends MamError {}
 
 /**
  * The three files of contract §2 for one job's heartbeat: `<job>.heartbeat.pid` (the live timer),
@@ -104,32 +95,12 @@ export class HeartbeatFiles {
     await writeJsonAtomic(this.barrierFile, barrier);
   }
 
-  /** Runs `fn` holding `<job>.heartbeat.lock` (a mkdir lock, like the registry's; stale ones are taken over). */
-  async withLock<T>(fn: () => Promise<T>): Promise<T> {
-    ensureDir(this.dir);
-    let compromised: Error | undefined;
-    let release: () => Promise<void>;
-    try {
-      // Keyed by the pidfile (what the lock guards), so that proper-lockfile's per-process table
-      // never confuses it with the registry lock, which is keyed by the registry folder.
-      release = await lockfile.lock(this.pidFile, {
-        lockfilePath: this.lockFile,
-        realpath: false,
-        stale: STALE_MS,
-        retries: { retries: Math.ceil(WAIT_MS / 50), factor: 1.3, minTimeout: 5, maxTimeout: 50, randomize: true },
-        onCompromised: (err) => {
-          compromised = err;
-        },
-      });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ELOCKED') throw new MamError(`${this.lockFile}: heartbeat lock still held after ${WAIT_MS / 1000} s`);
-      throw err;
-    }
-    try {
-      return await fn();
-    } finally {
-      await release().catch(() => undefined);
-      if (compromised) throw new HeartbeatLockLost(`${this.lockFile}: heartbeat lock was lost while held (${compromised.message})`);
-    }
+  /**
+   * Runs `fn` holding `<job>.heartbeat.lock`: the registry's kind of lock, with its staleness judged
+   * on the monotonic clock. It guards the pidfile, so proper-lockfile's per-process table never
+   * confuses it with the registry lock, which guards the registry folder.
+   */
+  withLock<T>(fn: () => Promise<T>): Promise<T> {
+    return withDirLock({ lockPath: this.lockFile, guards: this.pidFile, what: 'heartbeat' }, fn);
   }
 }

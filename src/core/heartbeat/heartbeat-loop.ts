@@ -1,8 +1,7 @@
-/**
- * Beats are scheduled on the monotonic clock: on the wall clock, a step back of a day (NTP, a
- * resumed laptop, `date -s`) put the next beat a day away and the watcher declared the agent idle.
- */
-const monotonicNow = (): number => globalThis.performance.now(); // read at call time, so fake timers can stand in
+import { monotonicMs } from '../monotonic.ts';
+
+// Beats are scheduled on the monotonic clock: on the wall clock, a step back of a day (NTP, a
+// resumed laptop, `date -s`) put the next beat a day away and the watcher declared the agent idle.
 
 /**
  * What the loop needs from the timer process: a narrow context (as bullmq's LockManager depends on
@@ -45,7 +44,7 @@ export class HeartbeatLoop {
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
   }
 
-  /** When the next beat is due (monotonic ms, `performance.now()`); undefined once stopped. */
+  /** When the next beat is due (monotonic ms, `monotonicMs()`); undefined once stopped. */
   get nextBeatAt(): number | undefined {
     return this.closed ? undefined : this.nextAt;
   }
@@ -57,7 +56,7 @@ export class HeartbeatLoop {
   start(): void {
     if (this.closed || this.nextAt !== undefined) return;
     this.lifetimeTimer = setTimeout(() => this.stop('timeout'), this.opts.lifetimeMs);
-    this.schedule(monotonicNow() + this.opts.periodMs);
+    this.schedule(monotonicMs() + this.opts.periodMs);
   }
 
   /** Ends the loop; idempotent (the first reason wins). */
@@ -81,7 +80,7 @@ export class HeartbeatLoop {
 
   private schedule(at: number): void {
     this.nextAt = at;
-    this.tickTimer = setTimeout(() => this.tick(), Math.max(0, at - monotonicNow()));
+    this.tickTimer = setTimeout(() => this.tick(), Math.max(0, at - monotonicMs()));
   }
 
   private tick(): void {
@@ -107,7 +106,7 @@ export class HeartbeatLoop {
     }
     // Beats keep to the grid of start + k × period; a late tick (a suspended machine) re-bases it
     // rather than firing the missed ones back to back.
-    const now = monotonicNow();
+    const now = monotonicMs();
     let next = (this.nextAt ?? now) + this.opts.periodMs;
     if (next <= now) next = now + this.opts.periodMs;
     this.schedule(next);

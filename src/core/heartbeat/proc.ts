@@ -28,7 +28,9 @@ export function readProc(pid: number): ProcInfo | undefined {
   const [state = '?', ppid = '0'] = stat.slice(close + 2).split(' ');
   let argv: string[] = [];
   try {
-    argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
+    argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      .split('\0')
+      .filter((a) => a !== '');
   } catch {
     // A process can exit between the two reads; its stat is still worth having.
   }

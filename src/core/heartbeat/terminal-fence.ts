@@ -1,5 +1,6 @@
 import type { Registry } from '../registry/registry.ts';
-import { type LifecycleEvent, planTransition } from '../registry/transitions.ts';
+import { planTransition } from '../registry/transitions.ts';
+import type { LifecycleEvent } from '../vocabulary.ts';
 import { HeartbeatFiles } from './heartbeat-files.ts';
 import { stopTimerLocked } from './timer-control.ts';
 

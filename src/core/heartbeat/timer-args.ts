@@ -19,13 +19,20 @@ export interface TimerArgs {
 
 export function timerArgv(a: TimerArgs): string[] {
   return [
-    '--job', a.jobId,
-    '--registry', a.registryDir,
-    '--log-dir', a.logDir,
-    '--attempt-id', String(a.attemptId),
-    '--dispatch-token', a.dispatchToken,
-    '--period', String(a.periodSec),
-    '--watch-pid', String(a.watchPid),
+    '--job',
+    a.jobId,
+    '--registry',
+    a.registryDir,
+    '--log-dir',
+    a.logDir,
+    '--attempt-id',
+    String(a.attemptId),
+    '--dispatch-token',
+    a.dispatchToken,
+    '--period',
+    String(a.periodSec),
+    '--watch-pid',
+    String(a.watchPid),
   ];
 }
 

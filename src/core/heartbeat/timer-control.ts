@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { MamError } from '../errors.ts';
 import { monotonicMs } from '../monotonic.ts';
-import { isTerminalStatus } from '../registry/job-record.ts';
+import { isTerminalStatus } from '../vocabulary.ts';
 import type { Registry } from '../registry/registry.ts';
 import { HeartbeatFiles } from './heartbeat-files.ts';
 import { isAlive, isHeartbeatTimer, waitForExit } from './proc.ts';
@@ -46,11 +46,7 @@ function timerLaunch(): string[] {
  * written) arms nothing; a previous timer is stopped first; and the lock is held until the new timer
  * has written its pidfile, so that a stop that comes next always finds the timer it must stop.
  */
-export async function startHeartbeat(
-  registry: Registry,
-  args: Omit<TimerArgs, 'registryDir' | 'logDir'>,
-  drainMs: number,
-): Promise<StartOutcome> {
+export async function startHeartbeat(registry: Registry, args: Omit<TimerArgs, 'registryDir' | 'logDir'>, drainMs: number): Promise<StartOutcome> {
   const files = new HeartbeatFiles(registry.paths, args.jobId);
   return files.withLock(async () => {
     const record = registry.read(args.jobId);
@@ -60,10 +56,14 @@ export async function startHeartbeat(
     }
     if (files.fences(args.attemptId)) return { armed: false, reason: `attempt ${args.attemptId} has ended (heartbeat barrier)` };
     await stopTimerLocked(files, drainMs);
-    const child = spawn(process.execPath, [...timerLaunch(), ...timerArgv({ ...args, registryDir: registry.paths.registryDir, logDir: registry.paths.logDir })], {
-      detached: true,
-      stdio: 'ignore',
-    });
+    const child = spawn(
+      process.execPath,
+      [...timerLaunch(), ...timerArgv({ ...args, registryDir: registry.paths.registryDir, logDir: registry.paths.logDir })],
+      {
+        detached: true,
+        stdio: 'ignore',
+      },
+    );
     child.unref();
     const pid = child.pid;
     if (pid === undefined) {

@@ -2,8 +2,8 @@ import { connect, type MqttClient } from 'mqtt';
 import { loadConfig } from '../config/config.ts';
 import { CorruptRecord, NoSuchJob, TransitionRefused } from '../errors.ts';
 import { newClientId, resolveBrokerTarget, toMqttJsOptions } from '../mqtt/broker-target.ts';
-import { commitEvent, wireMessages } from '../publisher/publisher.ts';
-import { isTerminalStatus } from '../registry/job-record.ts';
+import { type PublishResult, commitEvent, wireMessages } from '../publisher/publisher.ts';
+import { HEARTBEAT_DETAIL, isTerminalStatus } from '../vocabulary.ts';
 import { Registry } from '../registry/registry.ts';
 import { HeartbeatFiles } from './heartbeat-files.ts';
 import { HeartbeatLoop } from './heartbeat-loop.ts';
@@ -16,8 +16,6 @@ const RECONNECT_MS = 1_000;
 const SETTLE_MS = 5_000;
 /** DISCONNECT is a courtesy; a broker that does not answer does not keep the process alive. */
 const END_MS = 1_000;
-
-export const BEAT_DETAIL = 'heartbeat';
 
 /** Why a beat's commit failed, when that ends the timer: the attempt is over or the job is gone. */
 function finalReason(err: unknown): string | undefined {
@@ -70,12 +68,12 @@ export async function runTimer(args: TimerArgs, log: (line: string) => void = ()
         beat: async () => {
           // A beat is about liveness now; one held back for a reconnect would only add a seq gap.
           if (!mqtt.connected) return undefined;
-          let result;
+          let result: PublishResult;
           try {
             result = await commitEvent(config, registry, {
               jobId: args.jobId,
               event: 'progress',
-              detail: BEAT_DETAIL,
+              detail: HEARTBEAT_DETAIL,
               source: 'heartbeat',
               expectDispatchToken: args.dispatchToken,
               expectAttemptId: args.attemptId,

@@ -31,6 +31,11 @@ export function isPublicSandbox(host: string): boolean {
   return PUBLIC_SANDBOXES.includes(host.toLowerCase());
 }
 
+/** This machine's own addresses: the only ones `mam delegate` and `mam broker` start a broker on unasked. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
 function readPem(file: string | undefined, variable: string): Buffer | undefined {
   if (file === undefined) return undefined;
   try {
@@ -42,7 +47,9 @@ function readPem(file: string | undefined, variable: string): Buffer | undefined
 
 /**
  * The configuration's broker, with the job's own `broker` block on top (contract §7). The password
- * only ever comes from the configuration: a record never holds one.
+ * only ever comes from the configuration: a record never holds one. A password without a user name
+ * goes with an empty user name, as the Python toolkit's paho sends it (MQTT 3.1.1 allows no password
+ * without the user-name flag; NATS then takes the password as a token).
  */
 export function resolveBrokerTarget(config: BrokerConfig, record?: Pick<JobRecord, 'broker'>): BrokerTarget {
   const o = record?.broker ?? {};
@@ -53,10 +60,9 @@ export function resolveBrokerTarget(config: BrokerConfig, record?: Pick<JobRecor
   return {
     host: o.host ?? config.host,
     port: o.port ?? config.port,
-    tls: tls || certFile
-      ? { ca: readPem(caFile, 'MQTT_CA_CERTS'), cert: readPem(certFile, 'MQTT_CERTFILE'), key: readPem(keyFile, 'MQTT_KEYFILE') }
-      : undefined,
-    username: o.username ?? config.username,
+    tls:
+      tls || certFile ? { ca: readPem(caFile, 'MQTT_CA_CERTS'), cert: readPem(certFile, 'MQTT_CERTFILE'), key: readPem(keyFile, 'MQTT_KEYFILE') } : undefined,
+    username: o.username ?? config.username ?? (config.password === undefined ? undefined : ''),
     password: config.password,
     keepalive: config.keepalive,
     clientIdPrefix: config.clientIdPrefix,

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import net from 'node:net';
 import type tlsModule from 'node:tls';
 import mqttPacket from 'mqtt-packet';
-import { MamError } from '../errors.ts';
+import { BrokerRefusedConnection, BrokerUnreachable, classifyConnectionError } from './broker-errors.ts';
 import type { BrokerTarget } from './broker-target.ts';
 import { describeTarget } from './broker-target.ts';
 
@@ -14,46 +14,6 @@ export interface OutgoingMessage {
   payload: string;
   retain: boolean;
 }
-
-/** A socket-level failure: worth another try (contract §3 backoff). */
-export class BrokerUnreachable extends MamError {
-  constructor(target: BrokerTarget, why: string) {
-    super(`broker ${describeTarget(target)} unreachable: ${why}`, 2);
-  }
-}
-
-/** The broker answered CONNACK with a refusal: trying again changes nothing, so it is not retried. */
-export class BrokerRefusedConnection extends MamError {
-  constructor(target: BrokerTarget, returnCode: number) {
-    const who = target.username ? `user ${target.username}` : 'anonymous';
-    super(`broker ${describeTarget(target)} refused ${who}: ${CONNACK_REASONS[returnCode] ?? `return code ${returnCode}`}`, 2);
-  }
-}
-
-/**
- * A TLS failure to trust the broker (or to be trusted by it) does not heal on retry: it is final,
- * and reported as what it is rather than as an unreachable broker.
- */
-export class BrokerTlsRefused extends MamError {
-  constructor(target: BrokerTarget, code: string) {
-    super(`broker ${describeTarget(target)}: TLS handshake failed (${code}): check MQTT_CA_CERTS, MQTT_CERTFILE and MQTT_KEYFILE`, 2);
-  }
-}
-
-const TLS_ERROR = /CERT|SELF_SIGNED|UNABLE_TO_|ERR_TLS|ERR_SSL|alert|handshake/i;
-
-/** True for errors of the TLS layer that no retry can fix. */
-export function isTlsFailure(err: Error & { code?: unknown }): boolean {
-  return (typeof err.code === 'string' && TLS_ERROR.test(err.code)) || /ssl|tls alert|certificate/i.test(err.message);
-}
-
-const CONNACK_REASONS: Record<number, string> = {
-  1: 'unacceptable protocol version',
-  2: 'client identifier rejected',
-  3: 'server unavailable',
-  4: 'bad user name or password',
-  5: 'not authorized',
-};
 
 export const CONNACK_TIMEOUT_MS = 10_000;
 export const PUBACK_TIMEOUT_MS = 5_000;
@@ -86,18 +46,22 @@ export class OneShotSession {
     const { target } = this;
     return this.step('connack', CONNACK_TIMEOUT_MS, 'no CONNACK', () => {
       const socket = target.tls
-        ? loadTls().connect({ host: target.host, port: target.port, ca: target.tls.ca, cert: target.tls.cert, key: target.tls.key, servername: net.isIP(target.host) ? undefined : target.host })
+        ? loadTls().connect({
+            host: target.host,
+            port: target.port,
+            ca: target.tls.ca,
+            cert: target.tls.cert,
+            key: target.tls.key,
+            servername: net.isIP(target.host) ? undefined : target.host,
+          })
         : net.connect({ host: target.host, port: target.port });
       this.socket = socket;
       socket.setNoDelay(true);
       socket.on('data', (chunk) => this.parser.parse(chunk));
-      socket.on('error', (err: NodeJS.ErrnoException) => {
-        const code = err.code ?? err.message;
-        this.fail(target.tls && isTlsFailure(err) ? new BrokerTlsRefused(target, code) : new BrokerUnreachable(target, code));
-      });
-      socket.on('close', () => this.fail(new BrokerUnreachable(target, 'connection closed by the broker')));
+      socket.on('error', (err: NodeJS.ErrnoException) => this.fail(classifyConnectionError(target, err)));
+      socket.on('close', () => this.fail(new BrokerUnreachable(describeTarget(target), 'connection closed by the broker')));
       this.parser.on('packet', (packet: mqttPacket.Packet) => this.dispatch(packet));
-      this.parser.on('error', (err: Error) => this.fail(new BrokerUnreachable(target, `bad packet: ${err.message}`)));
+      this.parser.on('error', (err: Error) => this.fail(new BrokerUnreachable(describeTarget(target), `bad packet: ${err.message}`)));
       this.write({
         cmd: 'connect',
         protocolId: 'MQTT',
@@ -110,7 +74,7 @@ export class OneShotSession {
       });
     }).then((packet) => {
       const rc = (packet as mqttPacket.IConnackPacket).returnCode ?? 0;
-      if (rc !== 0) throw new BrokerRefusedConnection(target, rc);
+      if (rc !== 0) throw new BrokerRefusedConnection(describeTarget(target), target.username, rc);
       this.keepAlive();
     });
   }
@@ -118,15 +82,18 @@ export class OneShotSession {
   /**
    * MQTT 3.1.1 §3.1.2.10: the client must send something within each keepalive period, or the
    * broker drops it after 1.5 periods. The session is opened before the registry work, which can
-   * wait out a stale lock (5 s and more), so a low MQTT_KEEPALIVE used to lose the connection before
-   * the PUBLISH and turn a reachable broker into exit 2.
+   * wait out a stale lock (5 s and more): without pings a low MQTT_KEEPALIVE loses the connection
+   * before the PUBLISH and turns a reachable broker into exit 2.
    */
   private keepAlive(): void {
     const periodMs = this.target.keepalive * 1000;
     if (periodMs <= 0 || this.failure) return;
-    this.pinger = setInterval(() => {
-      if (!this.failure) this.write({ cmd: 'pingreq' });
-    }, Math.max(periodMs / 2, 100));
+    this.pinger = setInterval(
+      () => {
+        if (!this.failure) this.write({ cmd: 'pingreq' });
+      },
+      Math.max(periodMs / 2, 100),
+    );
     this.pinger.unref();
   }
 
@@ -185,7 +152,7 @@ export class OneShotSession {
       if (this.failure) return reject(this.failure);
       const timer = setTimeout(() => {
         this.waiters.delete(key);
-        reject(new BrokerUnreachable(this.target, `${timeoutWhy} within ${timeoutMs / 1000} s`));
+        reject(new BrokerUnreachable(describeTarget(this.target), `${timeoutWhy} within ${timeoutMs / 1000} s`));
       }, timeoutMs);
       const previous = this.onFailure;
       this.onFailure = (err) => {

@@ -2,19 +2,22 @@ import type { MamConfig } from '../config/config.ts';
 import { MamError } from '../errors.ts';
 import { resolveBrokerTarget } from '../mqtt/broker-target.ts';
 import type { JobRecord } from '../registry/job-record.ts';
+import type { Registry } from '../registry/registry.ts';
 import { wireJson } from '../wire/canonical-json.ts';
 import { buildStatePayload } from '../wire/payloads.ts';
 import { signPayload } from '../wire/signature.ts';
 import { stateTopic } from '../wire/topics.ts';
+import { type CloseRequest, defaultDetail } from '../vocabulary.ts';
 import { openSession } from './deliver.ts';
 
 /** "One try, a few seconds" (contract §1): the close is already committed; this only informs watchers. */
 export const CLOSE_NOTICE_BUDGET_MS = 3_000;
 
 /**
- * The signed retained state that tells watchers an operator closed the job: `seq` = the record's
- * `last_seq` (at least 1, the smallest seq the schema admits, for a job that never published),
- * `last_event` = the request.
+ * The signed state a record stands for: how an operator's close is told to watchers, and what a
+ * watcher prints for a job it resolves from the registry. `seq` = the record's `last_seq` (at least
+ * 1, the smallest seq the schema admits, for a job that never published), `last_event` = the
+ * request (for a close), `detail` names the reason.
  */
 export function closeStatePayload(record: JobRecord, request: string, reason: string = request) {
   const unsigned = buildStatePayload({
@@ -22,7 +25,7 @@ export function closeStatePayload(record: JobRecord, request: string, reason: st
     seq: Math.max(record.last_seq, 1),
     status: record.status,
     lastEvent: request,
-    detail: `Job ${record.job_id} ${reason}`,
+    detail: defaultDetail(record.job_id, reason),
     dispatchToken: record.dispatch_token,
     attemptId: record.attempt_id,
   });
@@ -41,7 +44,9 @@ export async function publishCloseState(config: MamConfig, record: JobRecord, re
     await Promise.race([
       (async () => {
         await connected;
-        await session.publish([{ topic: stateTopic(config.topicRoot, record.job_id), payload: wireJson(closeStatePayload(record, request, reason)), retain: true }]);
+        await session.publish([
+          { topic: stateTopic(config.topicRoot, record.job_id), payload: wireJson(closeStatePayload(record, request, reason)), retain: true },
+        ]);
         await session.end();
       })(),
       budget,
@@ -53,4 +58,19 @@ export async function publishCloseState(config: MamConfig, record: JobRecord, re
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * An operator's close (contract §1): committed in the registry, then told to watchers over the
+ * broker, best effort. `notice` is why watchers were not told, when they were not.
+ */
+export async function closeJob(
+  config: MamConfig,
+  registry: Registry,
+  jobId: string,
+  request: CloseRequest,
+  reason: string = request,
+): Promise<{ record: JobRecord; notice?: Error | undefined }> {
+  const { record } = await registry.close(jobId, request, reason === request ? undefined : reason);
+  return { record, notice: await publishCloseState(config, record, request, reason) };
 }

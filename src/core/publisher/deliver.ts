@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BrokerTarget } from '../mqtt/broker-target.ts';
 import { newClientId } from '../mqtt/broker-target.ts';
-import { BrokerRefusedConnection, BrokerTlsRefused, OneShotSession, type OutgoingMessage } from '../mqtt/one-shot-publish.ts';
+import { BrokerError } from '../mqtt/broker-errors.ts';
+import { OneShotSession, type OutgoingMessage } from '../mqtt/one-shot-publish.ts';
 
 /** Contract §3: the delay before try n+1 is min(0.5 × 2^(n−1), 8) s. */
 export function retryDelayMs(failedTries: number): number {
@@ -39,7 +40,7 @@ export async function deliver(target: BrokerTarget, messages: OutgoingMessage[],
       return;
     } catch (err) {
       session.destroy();
-      if (err instanceof BrokerRefusedConnection || err instanceof BrokerTlsRefused || tryNo >= options.attempts) throw err;
+      if ((err instanceof BrokerError && !err.transient) || tryNo >= options.attempts) throw err;
       options.onRetry?.(tryNo, err as Error);
       await sleep(retryDelayMs(tryNo));
     }

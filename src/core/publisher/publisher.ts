@@ -1,13 +1,14 @@
 import type { MamConfig } from '../config/config.ts';
-import { MamError } from '../errors.ts';
+import { NotDelivered } from './not-delivered.ts';
 import { fenceHeartbeat } from '../heartbeat/terminal-fence.ts';
 import type { OutgoingMessage } from '../mqtt/one-shot-publish.ts';
 import { resolveBrokerTarget } from '../mqtt/broker-target.ts';
 import type { JobRecord } from '../registry/job-record.ts';
+import { JsonText } from '../registry/audit-log.ts';
 import type { CommitHooks, Registry } from '../registry/registry.ts';
-import type { LifecycleEvent } from '../registry/transitions.ts';
 import { wireJson } from '../wire/canonical-json.ts';
-import { type UnsignedEventPayload, type UnsignedStatePayload, buildEventPayload, buildStatePayload, isTerminalEvent } from '../wire/payloads.ts';
+import { type UnsignedEventPayload, type UnsignedStatePayload, buildEventPayload, buildStatePayload } from '../wire/payloads.ts';
+import { type LifecycleEvent, defaultDetail, isTerminalEvent } from '../vocabulary.ts';
 import { scrubDetail } from '../wire/scrub.ts';
 import { type Signed, signPayload } from '../wire/signature.ts';
 import { eventsTopic, stateTopic } from '../wire/topics.ts';
@@ -34,16 +35,6 @@ export interface PublishResult {
   seq: number;
   event: Signed<UnsignedEventPayload>;
   state: Signed<UnsignedStatePayload>;
-}
-
-/** Exit 2: the event is on disk, but the broker did not acknowledge it. */
-export class NotDelivered extends MamError {
-  constructor(
-    readonly result: PublishResult,
-    cause: Error,
-  ) {
-    super(`job ${result.record.job_id} seq ${result.seq}: recorded on disk but not delivered (${cause.message})`, 2);
-  }
 }
 
 /** The secrets that must never appear in a detail (contract §3). */
@@ -73,10 +64,10 @@ export async function commitEvent(config: MamConfig, registry: Registry, req: Om
     {
       check: req.check,
       audit: (next, seq) => {
-        const rawDetail = req.detail ?? `Job ${next.job_id} ${req.event}`;
+        const rawDetail = req.detail ?? defaultDetail(next.job_id, req.event);
         const detail = scrubDetail(rawDetail, { workspaceRoot: config.root, secrets: detailSecrets(config, next) });
         signed = signedPair(next, seq!, req.event, detail, req.data);
-        return [{ type: 'published', seq, event: req.event, payload: JSON.parse(wireJson(signed.eventPayload)) }];
+        return [{ type: 'published', seq, event: req.event, payload: new JsonText(wireJson(signed.eventPayload)) }];
       },
     },
   );
@@ -112,7 +103,13 @@ export async function publishEvent(config: MamConfig, registry: Registry, req: P
   try {
     await deliver(target, wireMessages(config, result), { attempts: req.attempts, firstSession: first });
   } catch (err) {
-    registry.audit.append(result.record.job_id, { type: 'publish_failed', seq: result.seq, event: req.event, attempts: req.attempts, reason: (err as Error).message });
+    registry.audit.append(result.record.job_id, {
+      type: 'publish_failed',
+      seq: result.seq,
+      event: req.event,
+      attempts: req.attempts,
+      reason: (err as Error).message,
+    });
     throw new NotDelivered(result, err as Error);
   }
   return result;

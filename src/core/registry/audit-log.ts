@@ -28,6 +28,15 @@ export interface AuditEntry {
 }
 
 /**
+ * A value already written as JSON text (a payload as it went on the wire), embedded in the line
+ * as it stands: re-encoding it would lose its lexemes (`1.0` → `1`, big integers' digits), and a
+ * payload MAM prints back from the audit must still verify.
+ */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
+/**
  * The per-job audit folder: `meta.json` (the job as registered, without its token), `status.json`
  * and the append-only `events.ndjson`.
  */
@@ -40,8 +49,7 @@ export class AuditLog {
    */
   append(jobId: string, entry: AuditEntry): void {
     ensureDir(this.paths.jobLogDir(jobId));
-    const line = `${JSON.stringify({ ...entry, at: new Date().toISOString(), job_id: jobId })}\n`;
-    appendFileSync(this.paths.events(jobId), line, { mode: FILE_MODE });
+    appendFileSync(this.paths.events(jobId), `${auditLine({ ...entry, at: new Date().toISOString(), job_id: jobId })}\n`, { mode: FILE_MODE });
   }
 
   /**
@@ -93,6 +101,18 @@ export class AuditLog {
       last_seq: record.last_seq,
     });
   }
+}
+
+/** One JSON line; `JsonText` members go in as they stand, after the others (`type` stays first). */
+function auditLine(entry: Record<string, unknown>): string {
+  const plain: Record<string, unknown> = {};
+  const embedded: string[] = [];
+  for (const [key, value] of Object.entries(entry)) {
+    if (value instanceof JsonText) embedded.push(`,${JSON.stringify(key)}:${value.text}`);
+    else plain[key] = value;
+  }
+  const text = JSON.stringify(plain);
+  return embedded.length === 0 ? text : `${text.slice(0, -1)}${embedded.join('')}}`;
 }
 
 function publishedSeq(line: Buffer): number | undefined {

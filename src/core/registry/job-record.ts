@@ -1,13 +1,6 @@
 import * as z from 'zod/mini';
 import '../zod-messages.ts';
-
-export const JOB_STATUSES = ['pending', 'running', 'completed', 'error', 'cancelled'] as const;
-export type JobStatus = (typeof JOB_STATUSES)[number];
-export const TERMINAL_STATUSES: readonly JobStatus[] = ['completed', 'error', 'cancelled'];
-
-export function isTerminalStatus(status: JobStatus): boolean {
-  return TERMINAL_STATUSES.includes(status);
-}
+import { JOB_STATUSES, TRANSPORTS, dispatchTokenSchema, jobIdSchema } from '../vocabulary.ts';
 
 const isoMillis = z.string().check(z.regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/, 'expected ISO-8601 UTC with milliseconds'));
 
@@ -27,7 +20,7 @@ export const brokerOverrideSchema = z.looseObject({
  * record written by a newer tool (or the Python toolkit) survives a round trip through this one.
  */
 export const jobRecordSchema = z.looseObject({
-  job_id: z.string().check(z.regex(/^[0-9a-f]{8}$/)),
+  job_id: jobIdSchema,
   status: z.enum(JOB_STATUSES),
   created_at: isoMillis,
   updated_at: isoMillis,
@@ -35,7 +28,7 @@ export const jobRecordSchema = z.looseObject({
   brief: z.string(),
   last_seq: z.int().check(z.minimum(0)),
   auth_token: z.string().check(z.minLength(16)),
-  dispatch_token: z.string().check(z.regex(/^[0-9a-f]{32}$/)),
+  dispatch_token: dispatchTokenSchema,
   attempt_id: z.int().check(z.minimum(1)),
   transition_seq: z.int().check(z.minimum(0)),
   heartbeat_sec: z.number().check(z.positive()),
@@ -43,8 +36,8 @@ export const jobRecordSchema = z.looseObject({
   ack_timeout_sec: z.number().check(z.positive()),
   idle_timeout_sec: z.number().check(z.positive()),
   timeout_sec: z.number().check(z.positive()),
-  transport: z.enum(['herdr', 'remote']),
-  depends_on: z.array(z.string().check(z.regex(/^[0-9a-f]{8}$/))),
+  transport: z.enum(TRANSPORTS),
+  depends_on: z.array(jobIdSchema),
   detail: z.nullable(z.string()),
   broker: z.optional(brokerOverrideSchema),
   /**

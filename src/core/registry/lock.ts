@@ -1,6 +1,7 @@
 import { mkdirSync, rmdirSync, statSync } from 'node:fs';
+import path from 'node:path';
 import lockfile from 'proper-lockfile';
-import { MamError, RegistryLockTimeout } from '../errors.ts';
+import { LockLost, LockTimeout } from '../errors.ts';
 import { monotonicMs } from '../monotonic.ts';
 
 /**
@@ -20,7 +21,7 @@ const REFRESH_MS = 1_000;
  * live holder, refreshing every REFRESH_MS, is never judged on its wall-clock age alone.
  */
 const QUICK_WATCH_MS = REFRESH_MS + 250;
-/** How long a command waits for the lock before it gives up with a one-line error. */
+/** How long a command waits for a lock before it gives up with a one-line error. */
 const WAIT_MS = 30_000;
 /** The breaker is held for two syscalls; one watched unchanged this long was left by a process killed inside them. */
 const BREAKER_STALE_MS = 2_000;
@@ -104,13 +105,30 @@ function rmdirQuietly(dir: string): void {
   }
 }
 
+export interface DirLock {
+  /** The lock directory (made with mkdir, which is atomic on local disks and on NFS alike). */
+  lockPath: string;
+  /** What the lock guards: proper-lockfile keeps one table entry per guarded path and process. */
+  guards: string;
+  /** Named in errors: `registry`, `heartbeat`. */
+  what: string;
+}
+
 /**
- * Runs `fn` while holding the registry lock (`<registry>/.lock`, a directory made with mkdir,
- * which is atomic on local disks and on NFS alike — the Python toolkit's flock was not trusted there).
- * Every read-modify-write of any record goes through here.
+ * Runs `fn` while holding the registry lock (`<registry>/.lock`; the Python toolkit's flock was not
+ * trusted on NFS). Every read-modify-write of any record goes through here.
  */
-export async function withRegistryLock<T>(registryDir: string, lockPath: string, fn: () => Promise<T> | T): Promise<T> {
-  mkdirSync(registryDir, { recursive: true, mode: 0o700 });
+export function withRegistryLock<T>(registryDir: string, lockPath: string, fn: () => Promise<T> | T): Promise<T> {
+  return withDirLock({ lockPath, guards: registryDir, what: 'registry' }, fn);
+}
+
+/**
+ * Runs `fn` holding a mkdir lock: waits up to WAIT_MS, takes over a lock whose holder died (judged on
+ * the monotonic clock, see LockWatch), and reports a lock lost while held when `fn` is done.
+ */
+export async function withDirLock<T>(lock: DirLock, fn: () => Promise<T> | T): Promise<T> {
+  const { lockPath } = lock;
+  mkdirSync(path.dirname(lockPath), { recursive: true, mode: 0o700 });
   const started = monotonicMs();
   const watch = new LockWatch();
   let compromised: Error | undefined;
@@ -118,7 +136,7 @@ export async function withRegistryLock<T>(registryDir: string, lockPath: string,
   let delay = 5;
   for (;;) {
     try {
-      release = await lockfile.lock(registryDir, {
+      release = await lockfile.lock(lock.guards, {
         lockfilePath: lockPath,
         realpath: false,
         stale: NEVER_STALE_MS,
@@ -132,16 +150,19 @@ export async function withRegistryLock<T>(registryDir: string, lockPath: string,
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw err;
-      if (monotonicMs() - started > WAIT_MS) throw new RegistryLockTimeout(lockPath, monotonicMs() - started);
+      if (monotonicMs() - started > WAIT_MS) throw new LockTimeout(lockPath, lock.what, monotonicMs() - started);
       breakIfStale(lockPath, watch);
       await sleep(delay / 2 + Math.random() * delay);
       delay = Math.min(delay * 1.3, 50);
     }
   }
+  let result: T;
   try {
-    return await fn();
+    result = await fn();
   } finally {
     await release().catch(() => undefined);
-    if (compromised) throw new MamError(`${lockPath}: registry lock was lost while held (${compromised.message})`);
   }
+  // Reported only when `fn` itself succeeded: its own failure says more.
+  if (compromised) throw new LockLost(lockPath, lock.what, compromised.message);
+  return result;
 }

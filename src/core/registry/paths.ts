@@ -1,16 +1,11 @@
 import path from 'node:path';
 import { UsageError } from '../errors.ts';
-
-const JOB_ID = /^[0-9a-f]{8}$/;
+import { isJobId } from '../vocabulary.ts';
 
 /** Job ids become file names, so they are checked before any path is built from them. */
 export function assertJobId(jobId: string): string {
-  if (!JOB_ID.test(jobId)) throw new UsageError(`job id must be 8 lowercase hex characters, got ${JSON.stringify(jobId)}`);
+  if (!isJobId(jobId)) throw new UsageError(`job id must be 8 lowercase hex characters, got ${JSON.stringify(jobId)}`);
   return jobId;
-}
-
-export function isJobId(value: string): boolean {
-  return JOB_ID.test(value);
 }
 
 /** Every file the registry owns (contract §2), in one place. */
@@ -54,5 +49,8 @@ export class RegistryPaths {
   }
 }
 
-/** Record file names in the registry folder: `<8 hex>.json`, nothing else. */
-export const RECORD_FILE = /^([0-9a-f]{8})\.json$/;
+/** Record file names in the registry folder: `<job id>.json`, nothing else. */
+export function jobIdOfRecordFile(name: string): string | undefined {
+  const id = name.endsWith('.json') ? name.slice(0, -'.json'.length) : '';
+  return isJobId(id) ? id : undefined;
+}

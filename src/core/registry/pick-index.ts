@@ -1,24 +1,25 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as z from 'zod/mini';
 import type { JobRecord } from './job-record.ts';
 import { writeJsonAtomic } from './record-store.ts';
 
 const indexSchema = z.object({
-  version: z.literal(1),
-  /** How many record files the index was built from; a different count on disk means stale. */
-  records: z.int().check(z.minimum(0)),
+  version: z.literal(2),
+  /** Which record files the index was built from (see `recordSetDigest`); any other set on disk means stale. */
+  records_digest: z.string(),
   /** Pending jobs in registration order (created_at, then job_id). */
   pending: z.array(z.object({ job_id: z.string(), created_at: z.string() })),
 });
 export type PickIndex = z.infer<typeof indexSchema>;
 
 /**
- * A cache that lets `mam-pick` read a handful of records instead of all of them. It is only ever
- * written under the registry lock, and it may only err on the side of listing too much: a listed
- * job that is no longer pending is dropped when a pick reads it, and a record count that differs
- * from the folder's (a register that died half-way, a record copied in by hand) rebuilds it from
- * the records. To keep that true, a job becoming pending is added to the index BEFORE its record is
- * written, and a job leaving pending is removed AFTER.
+ * `.pick-index.json`: a cache that lets `mam-pick` read a handful of records instead of all of them
+ * (docs/registry.md). It is only ever written under the registry lock, and it may only err on the side
+ * of listing too much: a listed job that is no longer pending is dropped when a pick reads it, and a
+ * set of record files other than the one it was built from (a register that died half-way, a record
+ * removed or copied in by hand) rebuilds it from the records. To keep that true, a job becoming
+ * pending is added to the index BEFORE its record is written, and a job leaving pending is removed AFTER.
  */
 export function readPickIndex(file: string): PickIndex | undefined {
   try {
@@ -29,10 +30,20 @@ export function readPickIndex(file: string): PickIndex | undefined {
   }
 }
 
-export function buildPickIndex(records: JobRecord[], recordFiles: number): PickIndex {
+/**
+ * Names the set of record files, whatever order the folder lists them in. A count alone took one
+ * record removed and another copied in for no change, and a pick then read a stale index.
+ */
+export function recordSetDigest(jobIds: readonly string[]): string {
+  return createHash('sha256')
+    .update([...jobIds].sort().join('\n'))
+    .digest('hex');
+}
+
+export function buildPickIndex(records: JobRecord[], recordIds: readonly string[]): PickIndex {
   const pending = records.filter((r) => r.status === 'pending').map((r) => ({ job_id: r.job_id, created_at: r.created_at }));
   pending.sort(byRegistration);
-  return { version: 1, records: recordFiles, pending };
+  return { version: 2, records_digest: recordSetDigest(recordIds), pending };
 }
 
 function byRegistration(a: { job_id: string; created_at: string }, b: { job_id: string; created_at: string }): number {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import { CorruptRecord, NoSuchJob } from '../errors.ts';
 import { type JobRecord, jobRecordSchema } from './job-record.ts';
-import { RECORD_FILE } from './paths.ts';
+import { jobIdOfRecordFile } from './paths.ts';
 
 /** Files and folders hold tokens: owner only. */
 export const FILE_MODE = 0o600;
@@ -61,8 +61,8 @@ export function listRecordIds(registryDir: string): string[] {
   }
   const ids: string[] = [];
   for (const name of names) {
-    const m = RECORD_FILE.exec(name);
-    if (m) ids.push(m[1]!);
+    const id = jobIdOfRecordFile(name);
+    if (id !== undefined) ids.push(id);
   }
   return ids;
 }

@@ -2,24 +2,20 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { CorruptRecord, MamError, NoSuchJob, NothingPickable, TransitionRefused } from '../errors.ts';
 import { type AuditEntry, AuditLog } from './audit-log.ts';
-import { type JobRecord, isTerminalStatus } from './job-record.ts';
+import type { JobRecord } from './job-record.ts';
+import type { JobLimits } from './job-limits.ts';
 import { withRegistryLock } from './lock.ts';
 import { RegistryPaths, assertJobId } from './paths.ts';
-import { type PickIndex, buildPickIndex, readPickIndex, withRecord, writePickIndex } from './pick-index.ts';
+import { type PickIndex, buildPickIndex, readPickIndex, recordSetDigest, withRecord, writePickIndex } from './pick-index.ts';
 import { listRecordIds, readRecord, writeRecord } from './record-store.ts';
-import { type CloseRequest, type TransitionRequest, planTransition } from './transitions.ts';
+import { type TransitionRequest, planTransition } from './transitions.ts';
+import type { CloseRequest, Transport } from '../vocabulary.ts';
 
-export interface RegisterInput {
+export interface RegisterInput extends JobLimits {
   jobId?: string | undefined;
   agentSession?: string | undefined;
   brief: string;
-  heartbeatSec: number;
-  heartbeatMisses: number;
-  ackTimeoutSec: number;
-  /** Defaults to heartbeatMisses × heartbeatSec (contract §2). */
-  idleTimeoutSec?: number | undefined;
-  timeoutSec: number;
-  transport: 'herdr' | 'remote';
+  transport: Transport;
   dependsOn: string[];
 }
 
@@ -36,8 +32,8 @@ export interface Commit {
   seq?: number | undefined;
 }
 
+/** Where the registry reports what it skipped (a corrupt record during a pick); the CLI prints it. */
 export type Warn = (message: string) => void;
-const warnOnStderr: Warn = (message) => process.stderr.write(`warning: ${message}\n`);
 
 const newAuthToken = (): string => randomBytes(32).toString('base64url');
 export const newDispatchToken = (): string => randomBytes(16).toString('hex');
@@ -52,7 +48,7 @@ export class Registry {
 
   constructor(
     dirs: { registryDir: string; logDir: string },
-    private readonly warn: Warn = warnOnStderr,
+    private readonly warn: Warn = () => undefined,
   ) {
     this.paths = new RegistryPaths(dirs.registryDir, dirs.logDir);
     this.audit = new AuditLog(this.paths);
@@ -114,10 +110,10 @@ export class Registry {
         depends_on: [...new Set(input.dependsOn)],
         detail: null,
       };
-      // Index first: a crash between the two leaves an index that counts one record too many,
-      // which the next pick notices and rebuilds.
-      const index = await this.loadIndex();
-      await writePickIndex(this.paths.pickIndex, { ...withRecord(index, record), records: index.records + 1 });
+      // Index first, built for the folder as it will be: a crash between the two leaves an index
+      // of a record set the folder does not hold, which the next pick notices and rebuilds.
+      const { index, recordIds } = await this.loadIndex();
+      await writePickIndex(this.paths.pickIndex, { ...withRecord(index, record), records_digest: recordSetDigest([...recordIds, jobId]) });
       await writeRecord(this.paths.record(jobId), record);
       await this.audit.writeMeta(record);
       await this.audit.writeStatus(record);
@@ -129,7 +125,7 @@ export class Registry {
   /** Claims the oldest pickable pending job for `agentSession` (contract §1). */
   async pick(agentSession: string): Promise<JobRecord> {
     return this.withLock(async () => {
-      const index = await this.loadIndex();
+      const { index } = await this.loadIndex();
       const keep: PickIndex['pending'] = [];
       let claimed: JobRecord | undefined;
       for (const entry of index.pending) {
@@ -203,7 +199,7 @@ export class Registry {
         const mine = this.read(record.job_id);
         if (mine.attempt_id >= record.attempt_id) return false;
       }
-      // Listed before written (see pick-index.ts); a new file makes the count differ, so the next
+      // Listed before written (see pick-index.ts); a new file changes the record set, so the next
       // pick rebuilds the index from the records anyway.
       if (record.status === 'pending') await this.updateIndex(record);
       await writeRecord(this.paths.record(record.job_id), record);
@@ -229,7 +225,8 @@ export class Registry {
       throw new TransitionRefused(jobId, reason!);
     }
     const next = plan.next;
-    if (aborted !== undefined) this.audit.append(jobId, { type: 'publish_failed', seq: aborted, reason: 'aborted: its publisher ended before the seq was committed' });
+    if (aborted !== undefined)
+      this.audit.append(jobId, { type: 'publish_failed', seq: aborted, reason: 'aborted: its publisher ended before the seq was committed' });
     // Write-ahead: the hooks' lines (the signed `published` payload) go to the audit before the
     // record takes the seq, so a seq on the record always has its line, whenever a SIGKILL lands.
     for (const entry of hooks.audit?.(next, plan.seq) ?? []) this.audit.append(jobId, entry);
@@ -263,18 +260,18 @@ export class Registry {
     });
   }
 
-  /** The pick index, rebuilt from the records when it is missing or counts other records than the folder holds. */
-  private async loadIndex(): Promise<PickIndex> {
-    const onDisk = listRecordIds(this.paths.registryDir);
+  /** The pick index, rebuilt from the records when it is missing or was built from another set of record files. */
+  private async loadIndex(): Promise<{ index: PickIndex; recordIds: string[] }> {
+    const recordIds = listRecordIds(this.paths.registryDir);
     const index = readPickIndex(this.paths.pickIndex);
-    if (index && index.records === onDisk.length) return index;
-    const rebuilt = buildPickIndex(this.list().records, onDisk.length);
+    if (index && index.records_digest === recordSetDigest(recordIds)) return { index, recordIds };
+    const rebuilt = buildPickIndex(this.list().records, recordIds);
     await writePickIndex(this.paths.pickIndex, rebuilt);
-    return rebuilt;
+    return { index: rebuilt, recordIds };
   }
 
   private async updateIndex(record: JobRecord): Promise<void> {
-    await writePickIndex(this.paths.pickIndex, withRecord(await this.loadIndex(), record));
+    await writePickIndex(this.paths.pickIndex, withRecord((await this.loadIndex()).index, record));
   }
 
   private freshJobId(): string {
@@ -296,5 +293,3 @@ function describe(request: TransitionRequest): string {
       return request.kind;
   }
 }
-
-export { isTerminalStatus };

@@ -1,7 +1,5 @@
-import { type JobRecord, type JobStatus, isTerminalStatus } from './job-record.ts';
-
-export type LifecycleEvent = 'started' | 'progress' | 'permission_required' | 'completed' | 'error';
-export type CloseRequest = 'cancelled' | 'deadline_timeout' | 'completed' | 'error';
+import { type CloseRequest, type JobStatus, type LifecycleEvent, isTerminalStatus, statusOfCloseRequest, terminalStatusOf } from '../vocabulary.ts';
+import type { JobRecord } from './job-record.ts';
 
 /** Proof that a request belongs to the current attempt (dispatch-token fencing, contract §2). */
 export interface AttemptFence {
@@ -19,9 +17,7 @@ export type TransitionRequest =
   | { kind: 'close'; request: CloseRequest; detail?: string | undefined }
   | { kind: 'redispatch'; dispatchToken: string };
 
-export type TransitionResult =
-  | { outcome: 'commit'; next: JobRecord; from: JobStatus; seq?: number }
-  | { outcome: 'refused'; reason: string };
+export type TransitionResult = { outcome: 'commit'; next: JobRecord; from: JobStatus; seq?: number } | { outcome: 'refused'; reason: string };
 
 const refuse = (reason: string): TransitionResult => ({ outcome: 'refused', reason });
 
@@ -34,7 +30,8 @@ function fenceProblem(record: JobRecord, fence: AttemptFence): string | undefine
 }
 
 function statusAfterEvent(status: JobStatus, event: LifecycleEvent): JobStatus {
-  if (event === 'completed' || event === 'error') return event;
+  const terminal = terminalStatusOf(event);
+  if (terminal) return terminal;
   if (event === 'started' && status === 'pending') return 'running';
   return status;
 }
@@ -72,15 +69,14 @@ export function planTransition(record: JobRecord, request: TransitionRequest, no
       return commit({ status: 'running', agent_session: request.agentSession });
     case 'close': {
       if (isTerminalStatus(from)) return refuse(`job is already ${from}`);
-      const status = request.request === 'deadline_timeout' ? 'error' : request.request;
-      return commit({ status, detail: request.detail ?? request.request });
+      return commit({ status: statusOfCloseRequest(request.request), detail: request.detail ?? request.request });
     }
     case 'event':
     case 'mirror': {
       if (isTerminalStatus(from)) return refuse(`job is already ${from}`);
       const stale = fenceProblem(record, request);
       if (stale) return refuse(stale);
-      const terminal = request.event === 'completed' || request.event === 'error';
+      const terminal = terminalStatusOf(request.event) !== null;
       const fenced = request.dispatchToken !== undefined || request.attemptId !== undefined;
       if (terminal && record.attempt_id > 1 && !fenced) {
         return refuse(`attempt ${record.attempt_id}: a terminal event must carry the current dispatch token or attempt id`);

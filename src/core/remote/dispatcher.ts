@@ -1,8 +1,9 @@
 import type { MamConfig } from '../config/config.ts';
-import { MamError } from '../errors.ts';
+import { TransitionRefused } from '../errors.ts';
 import { resolveBrokerTarget } from '../mqtt/broker-target.ts';
 import { deliver } from '../publisher/deliver.ts';
-import { type JobRecord, isTerminalStatus } from '../registry/job-record.ts';
+import type { JobRecord } from '../registry/job-record.ts';
+import { isTerminalStatus } from '../vocabulary.ts';
 import type { Registry } from '../registry/registry.ts';
 import { wireJson } from '../wire/canonical-json.ts';
 import { dispatchTopic } from '../wire/topics.ts';
@@ -15,7 +16,7 @@ import { buildDispatch, requireDispatchSecret } from './dispatch-payload.ts';
 export async function dispatchJob(config: MamConfig, registry: Registry, jobId: string, session: string): Promise<JobRecord> {
   const secret = requireDispatchSecret(config.dispatchSecret);
   const current = registry.read(jobId);
-  if (isTerminalStatus(current.status)) throw new MamError(`job ${jobId} is already ${current.status}; redispatch it first`, 5);
+  if (isTerminalStatus(current.status)) throw new TransitionRefused(jobId, `job is already ${current.status}; redispatch it first`);
   const record = await registry.patch(jobId, { transport: 'remote', agent_session: session });
   const payload = buildDispatch(record, session, secret);
   await deliver(resolveBrokerTarget(config.broker, record), [{ topic: dispatchTopic(config.topicRoot, jobId), payload: wireJson(payload), retain: true }], {

@@ -2,13 +2,12 @@ import { spawn } from 'node:child_process';
 import { type IClientOptions, type MqttClient, connect } from 'mqtt';
 import { binPath, publishCommandLine } from '../bin-path.ts';
 import type { MamConfig } from '../config/config.ts';
-import { ExitCode } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { newClientId, resolveBrokerTarget, toMqttJsOptions } from '../mqtt/broker-target.ts';
 import { deliver } from '../publisher/deliver.ts';
-import { isTerminalStatus } from '../registry/job-record.ts';
+import { defaultDetail, isTerminalStatus } from '../vocabulary.ts';
 import type { Registry } from '../registry/registry.ts';
-import { MessageVerifier } from '../subscriber/message-verifier.ts';
+import { MessageVerifier, auditRejection } from '../subscriber/message-verifier.ts';
 import { allDispatchTopic, dispatchTopic, parseTopic, stateTopic } from '../wire/topics.ts';
 import { AgentProcess, describeExit } from './agent-process.ts';
 import { type DispatchPayload, recordFromDispatch, requireDispatchSecret, verifyDispatch } from './dispatch-payload.ts';
@@ -18,8 +17,15 @@ export interface RunnerOptions {
   exec: string;
   once: boolean;
   log: Logger;
-  stopSignal: Promise<void>;
+  stopSignal: Promise<unknown>;
+  /** Subscribed to the dispatches (the line scripts wait for). */
+  onSubscribed?: () => void;
+  /** The delegator cancelled the running job; the agent is being stopped. */
+  onCancelled?: (jobId: string) => void;
 }
+
+/** `--once`: whether the one job completed; otherwise the runner ran until it was stopped. */
+export type RunnerOutcome = 'completed' | 'failed' | 'stopped';
 
 interface Taken {
   dispatch: DispatchPayload;
@@ -54,7 +60,7 @@ export class RemoteRunner {
     this.client = connect(options);
     this.client.on('connect', () => {
       this.client.subscribe(allDispatchTopic(config.topicRoot), { qos: 1 }, (err) => {
-        if (!err) process.stderr.write(`SUBSCRIBED remote runner for session ${opts.session}\n`);
+        if (!err) opts.onSubscribed?.();
       });
       if (this.watchedJob) this.client.subscribe(stateTopic(config.topicRoot, this.watchedJob), { qos: 1 });
     });
@@ -62,13 +68,13 @@ export class RemoteRunner {
     this.client.on('error', (err) => opts.log.warn({ err: err.message }, 'broker connection error'));
   }
 
-  async run(): Promise<number> {
+  async run(): Promise<RunnerOutcome> {
     this.opts.stopSignal.then(() => {
       this.stopping = true;
       this.wake?.();
       void this.agent?.stop();
     });
-    let outcome: number = ExitCode.ok;
+    let outcome: RunnerOutcome = 'stopped';
     try {
       while (!this.stopping) {
         const next = this.queue.shift();
@@ -79,7 +85,7 @@ export class RemoteRunner {
         const status = await this.runJob(next);
         if (status === undefined) continue;
         if (this.opts.once) {
-          outcome = status === 'completed' ? ExitCode.ok : ExitCode.failure;
+          outcome = status === 'completed' ? 'completed' : 'failed';
           break;
         }
       }
@@ -92,7 +98,10 @@ export class RemoteRunner {
   private onMessage(topic: string, payload: Buffer): void {
     const where = parseTopic(this.config.topicRoot, topic);
     if (!where || payload.length === 0) return;
-    if (where.kind === 'state') return this.onState(topic, payload);
+    if (where.kind === 'state') {
+      this.onState(topic, payload);
+      return;
+    }
     if (where.kind !== 'dispatch') return;
     const verdict = verifyDispatch(payload, where.jobId, this.secret);
     if (!verdict.ok) {
@@ -112,20 +121,16 @@ export class RemoteRunner {
   /** A verified `cancelled` state for the running attempt stops the agent (contract §6). */
   private onState(topic: string, payload: Buffer): void {
     const verdict = this.verifier.verify(topic, payload, false);
+    // A forged or stale cancel is evidence of an attack on a running job: audited like the subscriber's discards.
     if (!verdict.ok) {
-      // A forged or stale cancel is evidence of an attack on a running job: audited like the
-      // subscriber's discards, in the job's log when this registry has the job.
-      if (verdict.reason === 'ignored') return;
-      const entry = { type: 'rejected' as const, reason: verdict.reason, topic, seq: verdict.seq, detail: verdict.detail };
-      if (verdict.jobId && verdict.reason !== 'unknown_job' && this.registry.exists(verdict.jobId)) this.registry.audit.append(verdict.jobId, entry);
-      else this.opts.log.warn(entry, 'message rejected');
+      auditRejection(this.registry, this.opts.log, topic, verdict);
       return;
     }
     if (verdict.message.kind !== 'state' || verdict.message.status !== 'cancelled') return;
     const jobId = verdict.message.jobId;
     if (this.cancelled.has(jobId)) return;
     this.cancelled.add(jobId);
-    process.stderr.write(`job ${jobId}: cancelled by the delegator; stopping the agent\n`);
+    this.opts.onCancelled?.(jobId);
     void this.agent?.stop();
   }
 
@@ -149,7 +154,16 @@ export class RemoteRunner {
     const env = this.agentEnv(dispatch);
     try {
       // The heartbeat watches this runner: if it dies, the beats stop and the delegator sees idle.
-      await this.publish(env, ['--job', jobId, '--event', 'started', '--heartbeat', String(dispatch.contract.heartbeat_sec), '--watch-pid', String(process.pid)]);
+      await this.publish(env, [
+        '--job',
+        jobId,
+        '--event',
+        'started',
+        '--heartbeat',
+        String(dispatch.contract.heartbeat_sec),
+        '--watch-pid',
+        String(process.pid),
+      ]);
       // A cancel heard while `started` was being published (the retained one of a job cancelled
       // before we took it comes right after the subscription) found no agent to stop: never start it.
       if (this.cancelled.has(jobId)) {
@@ -174,7 +188,7 @@ export class RemoteRunner {
       const now = this.registry.read(jobId);
       if (!isTerminalStatus(now.status)) {
         const ok = exit.code === 0 && exit.signal === null;
-        const detail = ok ? `Job ${jobId} completed` : this.stopping ? `runner stopped: ${describeExit(exit)}` : describeExit(exit);
+        const detail = ok ? defaultDetail(jobId, 'completed') : this.stopping ? `runner stopped: ${describeExit(exit)}` : describeExit(exit);
         await this.publish(env, ['--job', jobId, '--event', ok ? 'completed' : 'error', '--detail', detail, '--attempt-id', String(dispatch.attempt_id)]);
       }
       return this.registry.read(jobId).status;
@@ -192,7 +206,12 @@ export class RemoteRunner {
     const entry = { job: dispatch.job_id, attempt: dispatch.attempt_id, reason: 'replay' };
     this.opts.log.warn(entry, 'dispatch rejected');
     if (this.registry.exists(dispatch.job_id)) {
-      this.registry.audit.append(dispatch.job_id, { type: 'rejected', reason: 'replay', topic: dispatchTopic(this.config.topicRoot, dispatch.job_id), attempt_id: dispatch.attempt_id });
+      this.registry.audit.append(dispatch.job_id, {
+        type: 'rejected',
+        reason: 'replay',
+        topic: dispatchTopic(this.config.topicRoot, dispatch.job_id),
+        attempt_id: dispatch.attempt_id,
+      });
     }
   }
 

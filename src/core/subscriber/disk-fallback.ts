@@ -1,8 +1,10 @@
 import { readFileSync } from 'node:fs';
+import { isLosslessNumber } from 'lossless-json';
 import type { JobRecord } from '../registry/job-record.ts';
 import type { Registry } from '../registry/registry.ts';
-import { buildStatePayload } from '../wire/payloads.ts';
-import { signPayload } from '../wire/signature.ts';
+import { closeStatePayload } from '../publisher/close-state.ts';
+import { isTerminalEvent } from '../vocabulary.ts';
+import { parseWireJson } from '../wire/canonical-json.ts';
 
 /**
  * What a watcher prints for a job it resolves from the registry (contract §4, disk fallback): the
@@ -13,20 +15,9 @@ export function diskResolutionPayload(registry: Registry, record: JobRecord): un
   return lastTerminalPayload(registry, record) ?? stateFromRecord(record);
 }
 
+/** A state line built from the record: its close request (kept in `detail`) or its status. */
 export function stateFromRecord(record: JobRecord): unknown {
-  const lastEvent = record.detail ?? record.status;
-  return signPayload(
-    buildStatePayload({
-      jobId: record.job_id,
-      seq: Math.max(record.last_seq, 1),
-      status: record.status,
-      lastEvent,
-      detail: `Job ${record.job_id} ${lastEvent}`,
-      dispatchToken: record.dispatch_token,
-      attemptId: record.attempt_id,
-    }),
-    record.auth_token,
-  );
+  return closeStatePayload(record, record.detail ?? record.status);
 }
 
 function lastTerminalPayload(registry: Registry, record: JobRecord): unknown {
@@ -39,14 +30,15 @@ function lastTerminalPayload(registry: Registry, record: JobRecord): unknown {
   const lines = text.split('\n');
   for (let i = lines.length - 1; i >= 0; i--) {
     const line = lines[i]!;
-    if (!line.includes('"published"')) continue;
+    if (!line.startsWith('{"type":"published"')) continue;
     try {
-      const entry = JSON.parse(line) as { type?: string; seq?: number; event?: string; payload?: { data?: { attempt_id?: number } } };
-      if (entry.type !== 'published' || (entry.event !== 'completed' && entry.event !== 'error')) continue;
-      if (entry.payload?.data?.attempt_id !== record.attempt_id) continue;
+      // Lexemes kept (parseWireJson): the payload is printed as it was signed, so it still verifies.
+      const entry = parseWireJson(line) as { seq?: unknown; event?: unknown; payload?: { data?: { attempt_id?: unknown } } };
+      if (typeof entry.event !== 'string' || !isTerminalEvent(entry.event)) continue;
+      if (numberOf(entry.payload?.data?.attempt_id) !== record.attempt_id) continue;
       // The terminal event that ended the job is its record's last seq and status; a `published`
       // line of a publisher killed before its commit (see Registry.commit) is neither.
-      if (entry.seq !== record.last_seq || entry.event !== record.status) continue;
+      if (numberOf(entry.seq) !== record.last_seq || entry.event !== record.status) continue;
       return entry.payload;
     } catch {
       // A line this version cannot read is skipped, never fatal.
@@ -54,6 +46,8 @@ function lastTerminalPayload(registry: Registry, record: JobRecord): unknown {
   }
   return undefined;
 }
+
+const numberOf = (value: unknown): number | undefined => (isLosslessNumber(value) ? Number(value.value) : typeof value === 'number' ? value : undefined);
 
 /** An operator close leaves its request (or its reason) in `detail`; an agent's terminal event leaves it null. */
 export function closedByOperator(record: JobRecord): boolean {

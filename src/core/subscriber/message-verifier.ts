@@ -1,7 +1,8 @@
-import { statSync } from 'node:fs';
-import { CorruptRecord, NoSuchJob } from '../errors.ts';
+import { type Stats, statSync } from 'node:fs';
+import { NoSuchJob } from '../errors.ts';
+import type { Logger } from '../log.ts';
 import type { JobRecord } from '../registry/job-record.ts';
-import { isJobId } from '../registry/paths.ts';
+import { isJobId } from '../vocabulary.ts';
 import type { Registry } from '../registry/registry.ts';
 import { parseWireJson } from '../wire/canonical-json.ts';
 import { MAX_WIRE_BYTES, eventPayloadSchema, statePayloadSchema } from '../wire/payloads.ts';
@@ -96,7 +97,7 @@ export class MessageVerifier {
     const cached = this.records.get(jobId);
     if (batch !== undefined && cached?.batch === batch) return cached.record;
     const file = this.registry.paths.record(jobId);
-    let stat;
+    let stat: Stats;
     try {
       stat = statSync(file);
     } catch {
@@ -113,4 +114,13 @@ export class MessageVerifier {
   }
 }
 
-export { CorruptRecord };
+/**
+ * A discarded message, audited as `rejected` in the job's log when this registry has the job (a
+ * forgery aimed at a running job is evidence), else logged. `ignored` ones pass without a word.
+ */
+export function auditRejection(registry: Registry, log: Logger, topic: string, verdict: Extract<Verdict, { ok: false }>): void {
+  if (verdict.reason === 'ignored') return;
+  const entry = { type: 'rejected' as const, reason: verdict.reason, topic, seq: verdict.seq, detail: verdict.detail };
+  if (verdict.jobId && verdict.reason !== 'unknown_job' && registry.exists(verdict.jobId)) registry.audit.append(verdict.jobId, entry);
+  else log.warn(entry, 'message rejected');
+}

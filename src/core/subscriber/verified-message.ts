@@ -1,10 +1,9 @@
+import type { JobStatus, LifecycleEvent } from '../vocabulary.ts';
+
 /**
  * What the subscriber's decision core receives. Parsing, schema, topic, HMAC and attempt checks
  * (contract §4, "a message is accepted only if …") happen before a message gets here.
  */
-export type JobStatus = 'pending' | 'running' | 'completed' | 'error' | 'cancelled';
-export type TerminalStatus = 'completed' | 'error' | 'cancelled';
-export type LifecycleEvent = 'started' | 'progress' | 'permission_required' | 'completed' | 'error';
 
 export interface VerifiedEvent {
   kind: 'event';
@@ -38,13 +37,4 @@ export interface WatchedJob {
    * accepted event sets the baseline, since a watch started mid-job cannot know what it missed.
    */
   lastSeq?: number;
-}
-
-export function isTerminalStatus(status: string): status is TerminalStatus {
-  return status === 'completed' || status === 'error' || status === 'cancelled';
-}
-
-/** The status that a terminal lifecycle event gives its job, or null for a non-terminal one. */
-export function terminalStatusOf(event: LifecycleEvent): TerminalStatus | null {
-  return event === 'completed' || event === 'error' ? event : null;
 }

@@ -1,5 +1,4 @@
-import { ExitCode } from '../errors.ts';
-import type { LifecycleEvent, TerminalStatus } from './verified-message.ts';
+import type { LifecycleEvent, TerminalStatus } from '../vocabulary.ts';
 
 /**
  * What the watch asks its adapter to do. Plain data, so the decision core performs no IO and
@@ -43,18 +42,20 @@ export interface ResolvedAction {
   via: WatchSource;
 }
 
-export type WatchExitCode =
-  | typeof ExitCode.ok
-  | typeof ExitCode.failure
-  | typeof ExitCode.notDelivered
-  | typeof ExitCode.brokerDown;
-
+/**
+ * Why a watch ended. The decision core returns the reason, never an exit code: what a reason means
+ * for a process is src/cli/exit-codes.ts's business, and `mam delegate` reads the reason itself.
+ */
 export type ExitReason =
+  /** Every watched job completed. */
   | 'all_completed'
+  /** Every watched job is resolved, and one ended `error` or `cancelled`. */
   | 'job_failed'
   | 'wall_timeout'
   | 'idle_timeout'
+  /** The broker could not be reached in time (first connection, or a clock ran out while cut off). */
   | 'broker_unreachable'
+  /** SIGINT/SIGTERM, or the program that runs the watch ended it. */
   | 'stopped';
 
 export type ClockKind = 'wall' | 'idle';
@@ -62,7 +63,6 @@ export type ClockKind = 'wall' | 'idle';
 /** End the watch. Returned once; the watch returns nothing afterwards. */
 export interface ExitAction {
   type: 'exit';
-  code: WatchExitCode;
   reason: ExitReason;
   /** The job whose clock expired, for a timeout (also one met while the broker was unreachable). */
   jobId?: string;
@@ -72,17 +72,16 @@ export interface ExitAction {
 
 export type WatchAction = PrintAction | AuditAction | ResolvedAction | ExitAction;
 
-/** Contract §1/§4: 0 when every watched job completed, 1 when any ended `error` or `cancelled`. */
+/** Contract §1/§4: success when every watched job completed, failure when any ended `error` or `cancelled`. */
 export function outcomeOf(statuses: Iterable<TerminalStatus>): ExitAction {
   for (const status of statuses) {
-    if (status !== 'completed') return { type: 'exit', code: ExitCode.failure, reason: 'job_failed' };
+    if (status !== 'completed') return { type: 'exit', reason: 'job_failed' };
   }
-  return { type: 'exit', code: ExitCode.ok, reason: 'all_completed' };
+  return { type: 'exit', reason: 'all_completed' };
 }
 
-/** A wall or idle clock ran out: 2, or 3 when it ran out while the broker was unreachable. */
+/** A wall or idle clock ran out; while the broker was unreachable, that is what ended the watch (contract §4). */
 export function timeoutExit(jobId: string, expired: ClockKind, brokerReachable: boolean): ExitAction {
-  if (!brokerReachable) return { type: 'exit', code: ExitCode.brokerDown, reason: 'broker_unreachable', jobId, expired };
-  const reason = expired === 'wall' ? 'wall_timeout' : 'idle_timeout';
-  return { type: 'exit', code: ExitCode.notDelivered, reason, jobId, expired };
+  if (!brokerReachable) return { type: 'exit', reason: 'broker_unreachable', jobId, expired };
+  return { type: 'exit', reason: expired === 'wall' ? 'wall_timeout' : 'idle_timeout', jobId, expired };
 }

@@ -1,15 +1,8 @@
-import { ExitCode } from '../errors.ts';
+import { type TerminalStatus, isTerminalStatus, terminalStatusOf } from '../vocabulary.ts';
 import type { MonotonicClock } from './clock.ts';
 import { JobClock, minOf, type JobLimitsMs } from './job-clock.ts';
 import { SeqTracker } from './seq-tracker.ts';
-import {
-  isTerminalStatus,
-  terminalStatusOf,
-  type TerminalStatus,
-  type VerifiedEvent,
-  type VerifiedState,
-  type WatchedJob,
-} from './verified-message.ts';
+import type { VerifiedEvent, VerifiedState, WatchedJob } from './verified-message.ts';
 import { outcomeOf, timeoutExit, type ExitAction, type WatchAction, type WatchSource } from './watch-actions.ts';
 
 /** `--timeout`, `--idle-timeout`, `--ack-timeout`: a given flag overrides every job's value. */
@@ -187,13 +180,10 @@ export class WatchState {
     return [];
   }
 
-  /**
-   * SIGINT/SIGTERM. Monitor mode ends with 0 (contract §4). A `--job` watch that is interrupted
-   * has no outcome to report, and a script must not read it as success: 1.
-   */
+  /** SIGINT/SIGTERM, or the program running the watch ends it (what that means is the caller's to say). */
   stop(): WatchAction[] {
     if (this.#closed) return [];
-    return [this.#exit({ type: 'exit', code: this.#monitor ? ExitCode.ok : ExitCode.failure, reason: 'stopped' })];
+    return [this.#exit({ type: 'exit', reason: 'stopped' })];
   }
 
   #track(jobId: string, startedAt: number, limits: JobLimitsMs, lastSeq: number | undefined): TrackedJob {
@@ -250,7 +240,7 @@ export class WatchState {
     if (this.#closed) return [];
     const now = this.#now();
     if (this.#firstConnectDeadline !== null && now >= this.#firstConnectDeadline) {
-      return [this.#exit({ type: 'exit', code: ExitCode.brokerDown, reason: 'broker_unreachable' })];
+      return [this.#exit({ type: 'exit', reason: 'broker_unreachable' })];
     }
     let first: { jobId: string; kind: 'wall' | 'idle'; at: number } | null = null;
     for (const job of this.#jobs.values()) {

@@ -136,6 +136,7 @@ export function compareCodePoints(a: string, b: string): number {
 // Python's ensure_ascii escaper: `"` and `\`, the five short control escapes, and every other char
 // outside space..tilde as \uXXXX of its UTF-16 units (so astral chars come out as surrogate pairs).
 const SHORT_ESCAPES: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what must be escaped.
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\u007f-\uffff]/g;
 
 function quote(s: string): string {

@@ -2,6 +2,7 @@ import { isLosslessNumber } from 'lossless-json';
 import * as z from 'zod/mini';
 import '../zod-messages.ts';
 import { UsageError } from '../errors.ts';
+import { JOB_STATUSES, type JobStatus, LIFECYCLE_EVENTS, type LifecycleEvent, RESERVED_DATA_KEYS, jobIdSchema } from '../vocabulary.ts';
 import { isPlainObject, normalizeForSigning, parseWireJson, wireJson } from './canonical-json.ts';
 import { WireEncodeError, WireParseError } from './wire-errors.ts';
 
@@ -14,30 +15,13 @@ export const MAX_DATA_BYTES = 64 * 1024;
  */
 export const MAX_WIRE_BYTES = 256 * 1024;
 
-export const EVENT_NAMES = ['started', 'progress', 'permission_required', 'completed', 'error'] as const;
-export type EventName = (typeof EVENT_NAMES)[number];
-
-export const TERMINAL_EVENTS = ['completed', 'error'] as const;
-export type TerminalEvent = (typeof TERMINAL_EVENTS)[number];
-
-export function isTerminalEvent(event: string): event is TerminalEvent {
-  return (TERMINAL_EVENTS as readonly string[]).includes(event);
-}
-
-export const JOB_STATUSES = ['pending', 'running', 'completed', 'error', 'cancelled'] as const;
-export type JobStatus = (typeof JOB_STATUSES)[number];
-
-/** Keys of `data` that the publisher owns; `--data` may not set them. */
-export const RESERVED_DATA_KEYS = ['hmac_sig', 'dispatch_token', 'attempt_id'] as const;
-
 /**
  * Schemas run on what `parseWireJson` returns, where numbers are `LosslessNumber`s. The integer
  * fields accept one whose lexeme is an integer and hand zod a plain number; `7.0` stays refused, as
  * Python's `isinstance(x, int)` would refuse it. Everything else (the rest of `data`) passes through
  * untouched, so keep verifying the parsed value itself, not the schema's output.
  */
-const fromLexeme = (value: unknown): unknown =>
-  isLosslessNumber(value) && /^-?\d+$/.test(value.value) ? Number(value.value) : value;
+const fromLexeme = (value: unknown): unknown => (isLosslessNumber(value) && /^-?\d+$/.test(value.value) ? Number(value.value) : value);
 const positiveInt = z.pipe(z.transform(fromLexeme), z.int().check(z.minimum(1)));
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
@@ -51,14 +35,14 @@ const signedData = z.looseObject({
 const envelope = {
   schema_version: z.pipe(z.transform(fromLexeme), z.literal(1)),
   seq: positiveInt,
-  job_id: z.string().check(z.regex(/^[0-9a-f]{8}$/, 'expected 8 lowercase hex digits')),
+  job_id: jobIdSchema,
   timestamp: z.string().check(z.regex(TIMESTAMP, 'expected YYYY-MM-DDTHH:MM:SSZ')),
   detail: z.string(),
   data: signedData,
 };
 
 /** Unknown keys are kept at both levels: receivers accept what a newer sender adds. */
-export const eventPayloadSchema = z.looseObject({ ...envelope, event: z.enum(EVENT_NAMES) });
+export const eventPayloadSchema = z.looseObject({ ...envelope, event: z.enum(LIFECYCLE_EVENTS) });
 export const statePayloadSchema = z.looseObject({
   ...envelope,
   event: z.literal('state'),
@@ -78,7 +62,7 @@ export interface UnsignedEventPayload {
   schema_version: 1;
   seq: number;
   job_id: string;
-  event: EventName;
+  event: LifecycleEvent;
   timestamp: string;
   detail: string;
   data: PayloadData;
@@ -108,7 +92,7 @@ interface CommonInput {
 }
 
 export interface EventPayloadInput extends CommonInput {
-  event: EventName;
+  event: LifecycleEvent;
 }
 
 export interface StatePayloadInput extends CommonInput {

@@ -19,7 +19,7 @@ const BOUNDARY = String.raw`(?<=^|[\s"'\x60(\[{<>=:,;|])`;
 const PATH_CHAR = String.raw`[^\s"'\x60<>()\[\]{}|;,:]`;
 
 // `/(?!/)` leaves the `//host` of a URL alone (its `:` is otherwise a boundary); `file:///x` is a path.
-const ABSOLUTE = String.raw`(?:~|file://)?/(?!/)${PATH_CHAR}+`;
+const ABSOLUTE = `(?:~|file://)?/(?!/)${PATH_CHAR}+`;
 
 // Sentence punctuation after a path is prose, not part of it.
 const TRAILING_PUNCTUATION = /[.!?]+$/;
@@ -46,7 +46,7 @@ export function scrubDetail(detail: string, options: ScrubOptions = {}): string 
 function workspaceRootOf(root: string | undefined): string | undefined {
   const trimmed = root?.replace(/\/+$/, '');
   // A root of `/` would make every path "the workspace"; a relative one is not a path we can spot.
-  return trimmed !== undefined && trimmed.startsWith('/') && trimmed.length > 1 ? trimmed : undefined;
+  return trimmed?.startsWith('/') && trimmed.length > 1 ? trimmed : undefined;
 }
 
 function escapeRegExp(s: string): string {

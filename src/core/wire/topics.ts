@@ -17,15 +17,22 @@ export function dispatchTopic(root: string, jobId: string): string {
   return `${root}/${jobId}/dispatch`;
 }
 
-/** `--all` and `mam-remote run` subscribe one level wildcard per kind. */
-export function allEventsTopic(root: string): string {
-  return `${root}/+/events`;
+/**
+ * A watcher's filter for one job, `<root>/<id>/+`, or for every job, `<root>/+/+`: one filter per
+ * job rather than one each for `events` and `state`, since NATS runs each QoS 1 subscription as its
+ * own delivery stream, and with two of them a job's state overtook its own event in most
+ * back-to-back pairs (the watch resolved on the state line and never printed the terminal event).
+ * `dispatch` messages also match; watchers drop them unread.
+ */
+export function jobFilter(root: string, jobId: string): string {
+  return `${root}/${jobId}/+`;
 }
 
-export function allStateTopic(root: string): string {
-  return `${root}/+/state`;
+export function allJobsFilter(root: string): string {
+  return `${root}/+/+`;
 }
 
+/** `mam-remote run` subscribes every job's dispatch. */
 export function allDispatchTopic(root: string): string {
   return `${root}/+/dispatch`;
 }

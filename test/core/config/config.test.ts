@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/core/config/config.ts';
 import { parseEnvFile, readEnvFile } from '../../../src/core/config/env-file.ts';
 import { findWorkspaceRoot } from '../../../src/core/config/workspace.ts';
-import { ConfigError, ExitCode } from '../../../src/core/errors.ts';
+import { ExitCode, exitCodeOf } from '../../../src/cli/exit-codes.ts';
+import { ConfigError } from '../../../src/core/errors.ts';
 import { makeWorkspace, runBin } from '../../helpers/cli.ts';
 import { tempDirForTest } from '../../helpers/temp-dir.ts';
 
@@ -153,7 +154,7 @@ describe('bad values are a ConfigError naming the variable', () => {
     const err = configError(() => configIn(workspace(), { MQTT_PORT: port }));
     expect(err.message).toMatch(/^MQTT_PORT=/);
     expect(err.message).toContain(JSON.stringify(port));
-    expect(err.exitCode).toBe(ExitCode.failure);
+    expect(exitCodeOf(err)).toBe(ExitCode.failure);
   });
 
   it('a bad MQTT_PORT in .mam.env is named too', () => {
@@ -206,7 +207,7 @@ describe('.mam.env (contract §7)', () => {
     mkdirSync(dir);
     const err = configError(() => configIn(root, { MAM_ENV_FILE: dir }));
     expect(err.message).toBe(`${dir}: cannot read (EISDIR)`);
-    expect(err.exitCode).toBe(ExitCode.failure);
+    expect(exitCodeOf(err)).toBe(ExitCode.failure);
   });
 
   it('an unreadable <root>/.mam.env is the same error', () => {

@@ -106,6 +106,14 @@ describe('the walk (a fake /proc)', () => {
 
   it('stops at a vanished process and at a loop in the table', () => {
     expect(nearestAgentAncestor(7, table([[7, 8, 'sh', []]]))).toBeUndefined();
-    expect(nearestAgentAncestor(7, table([[7, 8, 'sh', []], [8, 7, 'sh', []]]))).toBeUndefined();
+    expect(
+      nearestAgentAncestor(
+        7,
+        table([
+          [7, 8, 'sh', []],
+          [8, 7, 'sh', []],
+        ]),
+      ),
+    ).toBeUndefined();
   });
 });

@@ -24,8 +24,7 @@ function fakeContext() {
   };
 }
 
-const loopWith = (ctx: HeartbeatLoopContext, lifetimeMs = 60_000, settleMs = 5_000) =>
-  new HeartbeatLoop(ctx, { periodMs: PERIOD, lifetimeMs, settleMs });
+const loopWith = (ctx: HeartbeatLoopContext, lifetimeMs = 60_000, settleMs = 5_000) => new HeartbeatLoop(ctx, { periodMs: PERIOD, lifetimeMs, settleMs });
 
 describe('HeartbeatLoop (fake clock)', () => {
   beforeEach(() => {
@@ -125,7 +124,7 @@ describe('HeartbeatLoop (fake clock)', () => {
     expect(await loop.stopped).toBe('timeout');
   });
 
-  it('ends after its lifetime (the job\'s timeout_sec)', async () => {
+  it("ends after its lifetime (the job's timeout_sec)", async () => {
     const loop = loopWith({ stopReason: () => undefined, beat: async () => undefined }, 2_500);
     loop.start();
     await vi.advanceTimersByTimeAsync(2_500);

@@ -1,6 +1,7 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CorruptRecord, ExitCode, MamError, NoSuchJob, NothingPickable, TransitionRefused, UsageError } from '../../../src/core/errors.ts';
+import { ExitCode, exitCodeOf } from '../../../src/cli/exit-codes.ts';
+import { CorruptRecord, MamError, NoSuchJob, NothingPickable, TransitionRefused, UsageError } from '../../../src/core/errors.ts';
 import { jobRecordSchema, publicView } from '../../../src/core/registry/job-record.ts';
 import { auditLines, bytes, caught, input, mode, tempRegistry, tick } from './registry-fixtures.ts';
 
@@ -60,7 +61,7 @@ describe('register (contract §2)', () => {
     const { registry } = tempRegistry();
     const err = await caught(() => registry.register(input({ jobId: A, dependsOn: [B] })));
     expect(err).toBeInstanceOf(NoSuchJob);
-    expect((err as NoSuchJob).exitCode).toBe(ExitCode.noSuchJob);
+    expect(exitCodeOf(err)).toBe(ExitCode.noSuchJob);
     expect(registry.exists(A)).toBe(false);
     expect(await caught(() => registry.register(input({ jobId: 'XYZ' })))).toBeInstanceOf(UsageError);
   });
@@ -84,7 +85,7 @@ describe('pick (contract §1)', () => {
     const { registry } = tempRegistry();
     const err = await caught(() => registry.pick('S'));
     expect(err).toBeInstanceOf(NothingPickable);
-    expect((err as NothingPickable).exitCode).toBe(ExitCode.nothingPickable);
+    expect(exitCodeOf(err)).toBe(ExitCode.nothingPickable);
   });
 
   it('honours agent_session: a bound job goes only to its session', async () => {
@@ -153,7 +154,7 @@ describe('refusals change nothing on disk', () => {
     const linesBefore = auditLines(registry, A).length;
     const err = await caught(() => registry.close(A, 'completed'));
     expect(err).toBeInstanceOf(TransitionRefused);
-    expect((err as TransitionRefused).exitCode).toBe(ExitCode.refused);
+    expect(exitCodeOf(err)).toBe(ExitCode.refused);
     expect(files.map(bytes)).toEqual(before);
     const lines = auditLines(registry, A);
     expect(lines).toHaveLength(linesBefore + 1);
@@ -258,6 +259,16 @@ describe('the pick index is only a cache', () => {
     writeFileSync(registry.paths.record(D), JSON.stringify({ ...template, job_id: D, created_at: '2000-01-01T00:00:00.000Z' }), { mode: 0o600 });
     expect((await registry.pick('S')).job_id).toBe(D);
     expect((await registry.pick('S')).job_id).toBe(A);
+  });
+
+  it('one record removed and another copied in by hand (same count): the index is rebuilt, the new one seen', async () => {
+    const { registry } = await threeJobs();
+    const template = registry.read(B);
+    rmSync(registry.paths.record(A));
+    const D = 'dddddddd';
+    writeFileSync(registry.paths.record(D), JSON.stringify({ ...template, job_id: D, created_at: '2000-01-01T00:00:00.000Z' }), { mode: 0o600 });
+    expect((await registry.pick('S')).job_id).toBe(D);
+    expect((await registry.pick('S')).job_id).toBe(B);
   });
 
   it('a record removed by hand is skipped', async () => {

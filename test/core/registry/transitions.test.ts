@@ -1,13 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { JOB_STATUSES, type JobRecord, type JobStatus, isTerminalStatus } from '../../../src/core/registry/job-record.ts';
-import {
-  type CloseRequest,
-  type LifecycleEvent,
-  type TransitionRequest,
-  type TransitionResult,
-  planTransition,
-} from '../../../src/core/registry/transitions.ts';
+import type { JobRecord } from '../../../src/core/registry/job-record.ts';
+import { type TransitionRequest, type TransitionResult, planTransition } from '../../../src/core/registry/transitions.ts';
+import { type CloseRequest, JOB_STATUSES, type JobStatus, type LifecycleEvent, isTerminalStatus } from '../../../src/core/vocabulary.ts';
 
 const NOW = '2030-01-02T03:04:05.678Z';
 const TOKEN = 'a'.repeat(32);

@@ -1,4 +1,5 @@
-import type { JobStatus, LifecycleEvent, VerifiedEvent, VerifiedState, WatchedJob } from '../../../src/core/subscriber/verified-message.ts';
+import type { VerifiedEvent, VerifiedState, WatchedJob } from '../../../src/core/subscriber/verified-message.ts';
+import type { JobStatus, LifecycleEvent } from '../../../src/core/vocabulary.ts';
 import type { WatchAction } from '../../../src/core/subscriber/watch-actions.ts';
 import { WatchState, type WatchStateOptions } from '../../../src/core/subscriber/watch-state.ts';
 
@@ -28,10 +29,7 @@ export function state(jobId: string, seq: number, status: JobStatus, retained = 
 }
 
 /** A watch over `jobs` whose broker connection is already up, on a fresh fake clock. */
-export function connectedWatch(
-  jobs: WatchedJob[] = [watchedJob(JOB_A)],
-  extra: Partial<WatchStateOptions> = {},
-): { watch: WatchState; clock: FakeClock } {
+export function connectedWatch(jobs: WatchedJob[] = [watchedJob(JOB_A)], extra: Partial<WatchStateOptions> = {}): { watch: WatchState; clock: FakeClock } {
   const clock = new FakeClock();
   const watch = new WatchState({ jobs, monitor: false, now: clock.now, ...extra });
   watch.onConnected();

@@ -14,7 +14,7 @@ describe('WatchState idle clock (contract §4, "Idle")', () => {
     clock.ms = 70 * S - 1;
     expect(watch.onTick()).toEqual([]);
     clock.ms = 70 * S;
-    expect(watch.onTick()).toEqual([{ type: 'exit', code: 2, reason: 'idle_timeout', jobId: JOB_A, expired: 'idle' }]);
+    expect(watch.onTick()).toEqual([{ type: 'exit', reason: 'idle_timeout', jobId: JOB_A, expired: 'idle' }]);
   });
 
   it('allows ack_timeout + idle_timeout before the first accepted event', () => {
@@ -24,7 +24,7 @@ describe('WatchState idle clock (contract §4, "Idle")', () => {
     clock.ms = 90 * S - 1;
     expect(watch.onTick()).toEqual([]);
     clock.ms = 90 * S;
-    expect(exitOf(watch.onTick())).toMatchObject({ code: 2, reason: 'idle_timeout' });
+    expect(exitOf(watch.onTick())).toMatchObject({ reason: 'idle_timeout' });
   });
 
   it('a duplicate does not renew the idle clock', () => {
@@ -70,7 +70,7 @@ describe('WatchState idle clock (contract §4, "Idle")', () => {
       expect(watch.onTick()).toEqual([]);
       vi.setSystemTime(new Date('2000-01-01T00:00:00Z'));
       clock.ms = 60 * S;
-      expect(exitOf(watch.onTick())).toMatchObject({ code: 2 });
+      expect(exitOf(watch.onTick())).toMatchObject({ reason: 'idle_timeout' });
     } finally {
       vi.useRealTimers();
     }
@@ -86,7 +86,7 @@ describe('WatchState wall clock (contract §4, "Wall clock")', () => {
     }
     expect(watch.nextDeadline).toBe(100 * S);
     clock.ms = 100 * S;
-    expect(watch.onTick()).toEqual([{ type: 'exit', code: 2, reason: 'wall_timeout', jobId: JOB_A, expired: 'wall' }]);
+    expect(watch.onTick()).toEqual([{ type: 'exit', reason: 'wall_timeout', jobId: JOB_A, expired: 'wall' }]);
   });
 
   it('flags override every job, 0 disables a clock', () => {
@@ -98,14 +98,14 @@ describe('WatchState wall clock (contract §4, "Wall clock")', () => {
   it('a deadline already passed wins over a message that arrives late', () => {
     const { watch, clock } = connectedWatch([watchedJob(JOB_A, { timeoutSec: 100 })]);
     clock.ms = 100 * S + 3;
-    expect(exitOf(watch.onEvent(event(JOB_A, 1, 'completed')))).toMatchObject({ code: 2, reason: 'wall_timeout' });
+    expect(exitOf(watch.onEvent(event(JOB_A, 1, 'completed')))).toMatchObject({ reason: 'wall_timeout' });
   });
 
   it('with several jobs the first clock to run out ends the watch, even after another failed', () => {
     const { watch, clock } = connectedWatch([watchedJob(JOB_A, { timeoutSec: 100 }), watchedJob(JOB_B, { timeoutSec: 50 })]);
     watch.onEvent(event(JOB_A, 1, 'error'));
     clock.ms = 50 * S;
-    expect(exitOf(watch.onTick())).toMatchObject({ code: 2, jobId: JOB_B });
+    expect(exitOf(watch.onTick())).toMatchObject({ reason: 'wall_timeout', jobId: JOB_B });
   });
 });
 
@@ -119,21 +119,21 @@ describe('WatchState broker reachability (contract §4, "Disk fallback")', () =>
     clock.ms = 5 * S - 1;
     expect(watch.onTick()).toEqual([]);
     clock.ms = 5 * S;
-    expect(watch.onTick()).toEqual([{ type: 'exit', code: 3, reason: 'broker_unreachable' }]);
+    expect(watch.onTick()).toEqual([{ type: 'exit', reason: 'broker_unreachable' }]);
   });
 
   it('a connection that comes only after the grace is too late: still 3', () => {
     const clock = new FakeClock();
     const watch = new WatchState({ jobs: [watchedJob(JOB_A)], monitor: false, now: clock.now });
     clock.ms = 5 * S + 1;
-    expect(exitOf(watch.onConnected())).toMatchObject({ code: 3, reason: 'broker_unreachable' });
+    expect(exitOf(watch.onConnected())).toMatchObject({ reason: 'broker_unreachable' });
   });
 
   it('monitor mode also exits 3 when it never reaches the broker', () => {
     const clock = new FakeClock();
     const watch = new WatchState({ jobs: [], monitor: true, now: clock.now });
     clock.ms = 5 * S;
-    expect(exitOf(watch.onTick())).toMatchObject({ code: 3 });
+    expect(exitOf(watch.onTick())).toMatchObject({ reason: 'broker_unreachable' });
   });
 
   it('a first connection within the grace cancels that deadline', () => {
@@ -150,13 +150,13 @@ describe('WatchState broker reachability (contract §4, "Disk fallback")', () =>
     clock.ms = 30 * S;
     watch.onBrokerUnreachable();
     clock.ms = 60 * S;
-    expect(watch.onTick()).toEqual([{ type: 'exit', code: 3, reason: 'broker_unreachable', jobId: JOB_A, expired: 'idle' }]);
+    expect(watch.onTick()).toEqual([{ type: 'exit', reason: 'broker_unreachable', jobId: JOB_A, expired: 'idle' }]);
   });
 
   it('a timeout that expired before the connection was lost is still a 2', () => {
     const { watch, clock } = connectedWatch([watchedJob(JOB_A, { timeoutSec: 100 })]);
     clock.ms = 101 * S;
-    expect(exitOf(watch.onBrokerUnreachable())).toMatchObject({ code: 2, reason: 'wall_timeout' });
+    expect(exitOf(watch.onBrokerUnreachable())).toMatchObject({ reason: 'wall_timeout' });
   });
 
   it('back in touch before the deadline: a timeout is a 2 again', () => {
@@ -166,7 +166,7 @@ describe('WatchState broker reachability (contract §4, "Disk fallback")', () =>
     clock.ms = 20 * S;
     watch.onConnected();
     clock.ms = 100 * S;
-    expect(exitOf(watch.onTick())).toMatchObject({ code: 2 });
+    expect(exitOf(watch.onTick())).toMatchObject({ reason: 'wall_timeout' });
   });
 
   it('the disk fallback on a connection failure can still resolve the watch', () => {
@@ -174,7 +174,7 @@ describe('WatchState broker reachability (contract §4, "Disk fallback")', () =>
     const watch = new WatchState({ jobs: [watchedJob(JOB_A)], monitor: false, now: clock.now });
     clock.ms = 2 * S;
     watch.onBrokerUnreachable();
-    expect(exitOf(watch.resolveFromDisk(JOB_A, 'error', { status: 'error' }))).toMatchObject({ code: 1 });
+    expect(exitOf(watch.resolveFromDisk(JOB_A, 'error', { status: 'error' }))).toMatchObject({ reason: 'job_failed' });
   });
 });
 
@@ -223,7 +223,7 @@ describe('WatchState.nextDeadline', () => {
       vi.advanceTimersByTime(60 * S - 1);
       expect(seen).toEqual([]);
       vi.advanceTimersByTime(1);
-      expect(exitOf(seen)).toMatchObject({ code: 2, reason: 'idle_timeout' });
+      expect(exitOf(seen)).toMatchObject({ reason: 'idle_timeout' });
       expect(vi.getTimerCount()).toBe(0);
     });
   });

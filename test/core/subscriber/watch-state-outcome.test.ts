@@ -11,13 +11,13 @@ describe('WatchState outcome (contract §4, exit codes §1)', () => {
     const actions = watch.onEvent(event(JOB_A, 2, 'completed'));
     expect(actions.map((a) => a.type)).toEqual(['print', 'resolved', 'exit']);
     expect(ofType(actions, 'resolved')[0]).toMatchObject({ status: 'completed', via: 'event' });
-    expect(exitOf(actions)).toEqual({ type: 'exit', code: 0, reason: 'all_completed' });
+    expect(exitOf(actions)).toEqual({ type: 'exit', reason: 'all_completed' });
     expect(watch.closed).toBe(true);
   });
 
   it('an error event exits 1', () => {
     const { watch } = connectedWatch();
-    expect(exitOf(watch.onEvent(event(JOB_A, 1, 'error')))).toEqual({ type: 'exit', code: 1, reason: 'job_failed' });
+    expect(exitOf(watch.onEvent(event(JOB_A, 1, 'error')))).toEqual({ type: 'exit', reason: 'job_failed' });
   });
 
   it('a cancelled state prints its payload once and exits 1', () => {
@@ -25,7 +25,7 @@ describe('WatchState outcome (contract §4, exit codes §1)', () => {
     const msg = state(JOB_A, 3, 'cancelled');
     const actions = watch.onState(msg);
     expect(ofType(actions, 'print')).toEqual([{ type: 'print', jobId: JOB_A, payload: msg.payload, via: 'state', seq: 3, event: null }]);
-    expect(exitOf(actions)).toMatchObject({ code: 1, reason: 'job_failed' });
+    expect(exitOf(actions)).toMatchObject({ reason: 'job_failed' });
   });
 
   it('with two jobs, one error gives 1 only once both are resolved', () => {
@@ -33,13 +33,13 @@ describe('WatchState outcome (contract §4, exit codes §1)', () => {
     const first = watch.onEvent(event(JOB_A, 1, 'error'));
     expect(first.map((a) => a.type)).toEqual(['print', 'resolved']);
     expect(watch.unresolvedJobIds).toEqual([JOB_B]);
-    expect(exitOf(watch.onEvent(event(JOB_B, 1, 'completed')))).toMatchObject({ code: 1 });
+    expect(exitOf(watch.onEvent(event(JOB_B, 1, 'completed')))).toMatchObject({ reason: 'job_failed' });
   });
 
   it('two completed jobs give 0', () => {
     const { watch } = connectedWatch([watchedJob(JOB_A), watchedJob(JOB_B)]);
     watch.onEvent(event(JOB_B, 1, 'completed'));
-    expect(exitOf(watch.onEvent(event(JOB_A, 1, 'completed')))).toMatchObject({ code: 0 });
+    expect(exitOf(watch.onEvent(event(JOB_A, 1, 'completed')))).toMatchObject({ reason: 'all_completed' });
   });
 
   it('a retained terminal state delivered twice resolves and prints once', () => {
@@ -66,7 +66,7 @@ describe('WatchState outcome (contract §4, exit codes §1)', () => {
     expect(actions).toEqual([
       { type: 'print', jobId: JOB_A, payload: line, via: 'disk', seq: null, event: null },
       { type: 'resolved', jobId: JOB_A, status: 'completed', via: 'disk' },
-      { type: 'exit', code: 0, reason: 'all_completed' },
+      { type: 'exit', reason: 'all_completed' },
     ]);
   });
 
@@ -81,7 +81,7 @@ describe('WatchState outcome (contract §4, exit codes §1)', () => {
     const closed = watch.onOperatorClose(JOB_A, 'cancelled', { status: 'cancelled' });
     expect(closed.map((a) => a.type)).toEqual(['print', 'resolved']);
     expect(watch.onState(state(JOB_A, 4, 'cancelled', true))).toEqual([]);
-    expect(exitOf(watch.onOperatorClose(JOB_B, 'error'))).toMatchObject({ code: 1 });
+    expect(exitOf(watch.onOperatorClose(JOB_B, 'error'))).toMatchObject({ reason: 'job_failed' });
   });
 
   it('messages for a job that is not watched are ignored outside monitor mode', () => {
@@ -92,7 +92,7 @@ describe('WatchState outcome (contract §4, exit codes §1)', () => {
 
   it('SIGINT on a --job watch exits 1: no outcome is not success', () => {
     const { watch } = connectedWatch();
-    expect(watch.stop()).toEqual([{ type: 'exit', code: 1, reason: 'stopped' }]);
+    expect(watch.stop()).toEqual([{ type: 'exit', reason: 'stopped' }]);
   });
 
   it('refuses a --job watch with no job, and negative limits', () => {
@@ -125,7 +125,7 @@ describe('WatchState monitor mode (--all)', () => {
   it('stop() ends it with 0, once', () => {
     const { watch } = monitor();
     watch.onEvent(event(JOB_A, 1, 'error'));
-    expect(watch.stop()).toEqual([{ type: 'exit', code: 0, reason: 'stopped' }]);
+    expect(watch.stop()).toEqual([{ type: 'exit', reason: 'stopped' }]);
     expect(watch.stop()).toEqual([]);
   });
 
@@ -138,7 +138,7 @@ describe('WatchState monitor mode (--all)', () => {
     expect(watch.addJob(JOB_A)).toBe(false);
     expect(watch.nextDeadline).toBe(11_000);
     clock.ms = 11_000;
-    expect(watch.onTick()).toEqual([{ type: 'exit', code: 2, reason: 'idle_timeout', jobId: JOB_A, expired: 'idle' }]);
+    expect(watch.onTick()).toEqual([{ type: 'exit', reason: 'idle_timeout', jobId: JOB_A, expired: 'idle' }]);
   });
 
   it('addJob outside monitor mode is a bug', () => {
@@ -152,7 +152,7 @@ describe('WatchState after exit', () => {
     const { watch, clock } = connectedWatch([watchedJob(JOB_A), watchedJob(JOB_B)]);
     expect(exitOf(watch.onTick())).toBeUndefined();
     watch.onEvent(event(JOB_A, 1, 'completed'));
-    expect(exitOf(watch.onEvent(event(JOB_B, 1, 'error')))).toMatchObject({ code: 1 });
+    expect(exitOf(watch.onEvent(event(JOB_B, 1, 'error')))).toMatchObject({ reason: 'job_failed' });
     clock.advance(10 * 3600_000);
     expect(watch.onTick()).toEqual([]);
     expect(watch.onEvent(event(JOB_B, 2, 'progress'))).toEqual([]);

@@ -6,9 +6,7 @@ describe('WatchState seq handling (contract §4, "Duplicates and order", "Gaps")
   it('drops a seq already accepted and audits it as duplicate', () => {
     const { watch } = connectedWatch();
     watch.onEvent(event(JOB_A, 1, 'started'));
-    expect(watch.onEvent(event(JOB_A, 1, 'started'))).toEqual([
-      { type: 'audit', jobId: JOB_A, entry: { type: 'duplicate', seq: 1, event: 'started' } },
-    ]);
+    expect(watch.onEvent(event(JOB_A, 1, 'started'))).toEqual([{ type: 'audit', jobId: JOB_A, entry: { type: 'duplicate', seq: 1, event: 'started' } }]);
   });
 
   it('accepts and prints an unseen lower seq: wire order is not seq order', () => {

@@ -75,9 +75,7 @@ describe('pythonNumber', () => {
 describe('canonicalJson', () => {
   it('sorts keys by code point at every depth, not by UTF-16 unit', () => {
     const value = { '\u{1f600}': 1, '\ue000': 2, b: { z: 1, a: [{ y: 1, x: 2 }] }, B: 3, _: 4 };
-    expect(canonicalJson(value)).toBe(
-      '{"B":3,"_":4,"b":{"a":[{"x":2,"y":1}],"z":1},"\\ue000":2,"\\ud83d\\ude00":1}',
-    );
+    expect(canonicalJson(value)).toBe('{"B":3,"_":4,"b":{"a":[{"x":2,"y":1}],"z":1},"\\ue000":2,"\\ud83d\\ude00":1}');
     expect(compareCodePoints('\ue000', '\u{1f600}')).toBeLessThan(0);
     expect(compareCodePoints('a', 'aa')).toBeLessThan(0);
     expect(compareCodePoints('\ud800', '\ue000')).toBeLessThan(0); // a lone surrogate is its own code point
@@ -89,9 +87,7 @@ describe('canonicalJson', () => {
   });
 
   it('writes LosslessNumber lexemes as they stand and JS numbers as Python does', () => {
-    expect(canonicalJson({ a: ln('1.0'), b: ln('1E5'), c: 1e-7, d: 2, e: ln('-0') })).toBe(
-      '{"a":1.0,"b":1E5,"c":1e-07,"d":2,"e":-0}',
-    );
+    expect(canonicalJson({ a: ln('1.0'), b: ln('1E5'), c: 1e-7, d: 2, e: ln('-0') })).toBe('{"a":1.0,"b":1E5,"c":1e-07,"d":2,"e":-0}');
   });
 
   it('leaves out undefined members and refuses what JSON cannot hold', () => {

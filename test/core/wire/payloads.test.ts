@@ -2,16 +2,15 @@ import { readFileSync } from 'node:fs';
 import { LosslessNumber } from 'lossless-json';
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../../src/core/errors.ts';
+import { TERMINAL_EVENTS, isTerminalEvent } from '../../../src/core/vocabulary.ts';
 import { parseWireJson, wireJson } from '../../../src/core/wire/canonical-json.ts';
 import {
   buildEventPayload,
   buildStatePayload,
   eventPayloadSchema,
-  isTerminalEvent,
   MAX_DATA_BYTES,
   parseUserData,
   statePayloadSchema,
-  TERMINAL_EVENTS,
   wireTimestamp,
 } from '../../../src/core/wire/payloads.ts';
 import { signPayload, verifyPayload } from '../../../src/core/wire/signature.ts';
@@ -84,9 +83,7 @@ describe('payload schemas', () => {
   });
 
   it('tell events and states apart', () => {
-    const state = parseWireJson(
-      wireJson(signPayload(buildStatePayload({ ...common, status: 'completed', lastEvent: 'completed' }), 'k')),
-    );
+    const state = parseWireJson(wireJson(signPayload(buildStatePayload({ ...common, status: 'completed', lastEvent: 'completed' }), 'k')));
     expect(statePayloadSchema.safeParse(state).success).toBe(true);
     expect(eventPayloadSchema.safeParse(state).success).toBe(false);
     expect(statePayloadSchema.safeParse(good()).success).toBe(false);
@@ -104,9 +101,7 @@ describe('builders', () => {
 
   it('write state keys in order', () => {
     const payload = buildStatePayload({ ...common, status: 'error', lastEvent: 'deadline_timeout' });
-    expect(Object.keys(payload)).toEqual([
-      'schema_version', 'seq', 'job_id', 'event', 'timestamp', 'status', 'last_event', 'detail', 'data',
-    ]);
+    expect(Object.keys(payload)).toEqual(['schema_version', 'seq', 'job_id', 'event', 'timestamp', 'status', 'last_event', 'detail', 'data']);
     expect(payload.event).toBe('state');
   });
 

@@ -64,12 +64,10 @@ print(json.dumps({"floats": [json.dumps(float(s)) for s in cases["floats"]],
 
 describe.skipIf(!hasPython())('Python interop (python3)', () => {
   it('Python verifies payloads we signed', () => {
-    const cases = fc
-      .sample(fc.record({ args: eventArgs, extra: jsonValue, token }), 150)
-      .map(({ args, extra, token: key }) => ({
-        wire: wireJson(signPayload(buildEventPayload({ ...args, data: { ...args.data, extra } }), key)),
-        token: key,
-      }));
+    const cases = fc.sample(fc.record({ args: eventArgs, extra: jsonValue, token }), 150).map(({ args, extra, token: key }) => ({
+      wire: wireJson(signPayload(buildEventPayload({ ...args, data: { ...args.data, extra } }), key)),
+      token: key,
+    }));
     cases.push({
       wire: wireJson(
         signPayload(

@@ -148,7 +148,11 @@ describe('signPayload / verifyPayload', () => {
 function reverseKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(reverseKeys);
   if (typeof value !== 'object' || value === null || value instanceof LosslessNumber) return value;
-  return Object.fromEntries(Object.entries(value).reverse().map(([k, v]) => [k, reverseKeys(v)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .reverse()
+      .map(([k, v]) => [k, reverseKeys(v)]),
+  );
 }
 
 /** JSON whitespace after every structural character outside strings, as a pretty printer would add. */

@@ -1,13 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  allDispatchTopic,
-  allEventsTopic,
-  allStateTopic,
-  dispatchTopic,
-  eventsTopic,
-  parseTopic,
-  stateTopic,
-} from '../../../src/core/wire/topics.ts';
+import { allDispatchTopic, allJobsFilter, dispatchTopic, eventsTopic, jobFilter, parseTopic, stateTopic } from '../../../src/core/wire/topics.ts';
 
 const root = 'python/mqtt/jobs';
 
@@ -16,8 +8,8 @@ describe('topics', () => {
     expect(eventsTopic(root, '918b0612')).toBe('python/mqtt/jobs/918b0612/events');
     expect(stateTopic(root, '918b0612')).toBe('python/mqtt/jobs/918b0612/state');
     expect(dispatchTopic(root, '918b0612')).toBe('python/mqtt/jobs/918b0612/dispatch');
-    expect(allEventsTopic(root)).toBe('python/mqtt/jobs/+/events');
-    expect(allStateTopic(root)).toBe('python/mqtt/jobs/+/state');
+    expect(jobFilter(root, 'abcd1234')).toBe('python/mqtt/jobs/abcd1234/+');
+    expect(allJobsFilter(root)).toBe('python/mqtt/jobs/+/+');
     expect(allDispatchTopic(root)).toBe('python/mqtt/jobs/+/dispatch');
   });
 

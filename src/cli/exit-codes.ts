@@ -1,0 +1,91 @@
+import { CommanderError } from 'commander';
+import { isTrueText } from '../core/config/text-values.ts';
+import type { DelegationOutcome } from '../core/delegate/delegation.ts';
+import { NoSuchJob, NothingPickable, TransitionRefused, UsageError } from '../core/errors.ts';
+import { BrokerError } from '../core/mqtt/broker-errors.ts';
+import { NotDelivered } from '../core/publisher/not-delivered.ts';
+import type { RunnerOutcome } from '../core/remote/runner.ts';
+import type { WatchOutcome } from '../core/subscriber/subscriber.ts';
+
+/**
+ * The one place that knows the contract's exit codes (§1): the core throws domain errors and
+ * returns outcomes, and every command's result passes through here on its way out.
+ */
+export const ExitCode = {
+  ok: 0,
+  failure: 1,
+  /** Publisher: on disk, not acknowledged by the broker. Subscriber: a wall or idle timeout. */
+  notDelivered: 2,
+  brokerDown: 3,
+  nothingPickable: 4,
+  refused: 5,
+  usage: 64,
+  noSuchJob: 66,
+} as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+/** A thrown error's code. A broker failure that escapes a command is a delivery that did not happen: 2. */
+export function exitCodeOf(err: unknown): ExitCode {
+  if (err instanceof CommanderError) {
+    return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' ? ExitCode.ok : ExitCode.usage;
+  }
+  if (err instanceof UsageError) return ExitCode.usage;
+  if (err instanceof NoSuchJob) return ExitCode.noSuchJob;
+  if (err instanceof NothingPickable) return ExitCode.nothingPickable;
+  if (err instanceof TransitionRefused) return ExitCode.refused;
+  if (err instanceof NotDelivered || err instanceof BrokerError) return ExitCode.notDelivered;
+  return ExitCode.failure;
+}
+
+/**
+ * One line on stderr for a failure (contract §1), a stack only with MAM_DEBUG=1. Commander has
+ * printed its own usage line already.
+ */
+export function reportError(err: unknown, stderr: (text: string) => void): ExitCode {
+  const code = exitCodeOf(err);
+  if (err instanceof CommanderError) return code;
+  const message = err instanceof Error ? err.message : String(err);
+  stderr(`ERROR: ${message.split('\n')[0]}\n`);
+  if (isTrueText(process.env.MAM_DEBUG) && err instanceof Error && err.stack) stderr(`${err.stack}\n`);
+  return code;
+}
+
+/** A watch's end (contract §4): the code, and the line that tells a person why, if any. */
+export function watchExit(outcome: WatchOutcome): { code: ExitCode; line?: string } {
+  switch (outcome.reason) {
+    case 'all_completed':
+      return { code: ExitCode.ok };
+    case 'job_failed':
+      return { code: ExitCode.failure };
+    case 'stopped':
+      // A monitor ends with 0 (contract §4); an interrupted --job watch has no outcome, and a
+      // script must not read it as a success.
+      return { code: outcome.monitor ? ExitCode.ok : ExitCode.failure };
+    case 'wall_timeout':
+    case 'idle_timeout':
+      return { code: ExitCode.notDelivered, line: `job ${outcome.jobId}: ${outcome.reason === 'wall_timeout' ? 'wall-clock' : 'idle'} timeout` };
+    case 'broker_unreachable':
+      return { code: ExitCode.brokerDown, line: `ERROR: broker ${outcome.broker} unreachable; unresolved: ${outcome.unresolved.join(', ')}` };
+    case 'broker_refused':
+      return { code: ExitCode.brokerDown, line: `ERROR: ${outcome.failure?.message ?? `broker ${outcome.broker} refused the connection`}` };
+  }
+}
+
+/** `mam delegate` (contract §1): 0 completed, 1 error/blocked/cancelled, 2 timeout, 3 broker. */
+export function delegationExit(outcome: DelegationOutcome): ExitCode {
+  switch (outcome.end) {
+    case 'completed':
+      return ExitCode.ok;
+    case 'deadline_timeout':
+      return ExitCode.notDelivered;
+    case 'broker_unreachable':
+      return ExitCode.brokerDown;
+    default:
+      return ExitCode.failure;
+  }
+}
+
+/** `mam-remote run --once`: 0 when the job completed, else 1; a runner stopped by a signal: 0. */
+export function runnerExit(outcome: RunnerOutcome): ExitCode {
+  return outcome === 'failed' ? ExitCode.failure : ExitCode.ok;
+}
