@@ -28,7 +28,18 @@ export async function startMosquitto() {
   const exe = ['/usr/sbin/mosquitto', '/usr/bin/mosquitto'].find((p) => existsSync(p)) ?? 'mosquitto';
   const child = spawn(exe, ['-c', conf], { stdio: 'ignore' });
   for (let i = 0; i < 100; i++) {
-    if (await new Promise((r) => net.connect(port, '127.0.0.1').on('connect', function () { this.destroy(); r(true); }).on('error', () => r(false)))) break;
+    if (
+      await new Promise((r) =>
+        net
+          .connect(port, '127.0.0.1')
+          .on('connect', function () {
+            this.destroy();
+            r(true);
+          })
+          .on('error', () => r(false)),
+      )
+    )
+      break;
     await new Promise((r) => setTimeout(r, 50));
   }
   return { port, stop: () => child.kill('SIGKILL') };
@@ -73,17 +84,38 @@ export function cpuMs(pid) {
 }
 
 const canonical = (v) =>
-  Array.isArray(v) ? `[${v.map(canonical).join(',')}]`
-  : v && typeof v === 'object' ? `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`).join(',')}}`
-  : JSON.stringify(v);
+  Array.isArray(v)
+    ? `[${v.map(canonical).join(',')}]`
+    : v && typeof v === 'object'
+      ? `{${Object.keys(v)
+          .sort()
+          .map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`)
+          .join(',')}}`
+      : JSON.stringify(v);
 
 /** A job record written straight to disk (fast; what mam-register writes), and its signer. */
 export function writeRecord(ws, jobId, status, createdAt) {
   const token = randomBytes(32).toString('base64url');
   const rec = {
-    job_id: jobId, status, created_at: createdAt, updated_at: createdAt, agent_session: null, brief: 'bench', last_seq: 0,
-    auth_token: token, dispatch_token: randomBytes(16).toString('hex'), attempt_id: 1, transition_seq: status === 'pending' ? 0 : 1,
-    heartbeat_sec: 30, heartbeat_misses: 4, ack_timeout_sec: 180, idle_timeout_sec: 120, timeout_sec: 3600, transport: 'herdr', depends_on: [], detail: null,
+    job_id: jobId,
+    status,
+    created_at: createdAt,
+    updated_at: createdAt,
+    agent_session: null,
+    brief: 'bench',
+    last_seq: 0,
+    auth_token: token,
+    dispatch_token: randomBytes(16).toString('hex'),
+    attempt_id: 1,
+    transition_seq: status === 'pending' ? 0 : 1,
+    heartbeat_sec: 30,
+    heartbeat_misses: 4,
+    ack_timeout_sec: 180,
+    idle_timeout_sec: 120,
+    timeout_sec: 3600,
+    transport: 'herdr',
+    depends_on: [],
+    detail: null,
   };
   const dir = path.join(ws.root, '.mam/jobs');
   mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -93,7 +125,17 @@ export function writeRecord(ws, jobId, status, createdAt) {
 
 /** A signed event exactly as the contract writes it (ASCII strings and integers only here). */
 export function signedEvent(rec, seq) {
-  const p = { schema_version: 1, seq, job_id: rec.job_id, event: 'progress', timestamp: '2026-12-02T00:00:00Z', detail: `step ${seq}`, data: { dispatch_token: rec.dispatch_token, attempt_id: 1 } };
-  p.data.hmac_sig = createHmac('sha256', rec.auth_token).update(canonical({ ...p, data: { dispatch_token: rec.dispatch_token, attempt_id: 1 } })).digest('hex');
+  const p = {
+    schema_version: 1,
+    seq,
+    job_id: rec.job_id,
+    event: 'progress',
+    timestamp: '2026-12-02T00:00:00Z',
+    detail: `step ${seq}`,
+    data: { dispatch_token: rec.dispatch_token, attempt_id: 1 },
+  };
+  p.data.hmac_sig = createHmac('sha256', rec.auth_token)
+    .update(canonical({ ...p, data: { dispatch_token: rec.dispatch_token, attempt_id: 1 } }))
+    .digest('hex');
   return JSON.stringify(p);
 }

@@ -8,7 +8,10 @@ import { ROOT, bin, cpuMs, peakRssKiB, procStatus, run, signedEvent, startMosqui
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 21);
 const node = process.execPath;
-const results = { machine: { node: process.version, cpus: (await import('node:os')).cpus().length, extraCaCerts: Boolean(process.env.NODE_EXTRA_CA_CERTS) }, at: new Date().toISOString() };
+const results = {
+  machine: { node: process.version, cpus: (await import('node:os')).cpus().length, extraCaCerts: Boolean(process.env.NODE_EXTRA_CA_CERTS) },
+  at: new Date().toISOString(),
+};
 const broker = await startMosquitto();
 const brokerEnv = { MQTT_BROKER: '127.0.0.1', MQTT_PORT: String(broker.port), MAM_LOG_LEVEL: 'warn' };
 const extraCa = process.env.NODE_EXTRA_CA_CERTS;
@@ -27,12 +30,20 @@ function registerJob(ws) {
     // Every contender runs with the workspace's environment, which has no NODE_EXTRA_CA_CERTS; the
     // second row adds the machine's, when it sets one (Node then loads that CA bundle at start).
     'mam-publish': () => run(node, [bin('mam-publish'), '--job', job, '--event', 'progress'], ws),
-    ...(extraCa ? { 'mam-publish (with NODE_EXTRA_CA_CERTS)': () => run(node, [bin('mam-publish'), '--job', job, '--event', 'progress'], ws, { NODE_EXTRA_CA_CERTS: extraCa }) } : {}),
+    ...(extraCa
+      ? {
+          'mam-publish (with NODE_EXTRA_CA_CERTS)': () =>
+            run(node, [bin('mam-publish'), '--job', job, '--event', 'progress'], ws, { NODE_EXTRA_CA_CERTS: extraCa }),
+        }
+      : {}),
     // The same without bin/load-bundle.cjs's V8 code cache: what a first run after an install costs.
     'mam-publish (MAM_CODE_CACHE=0)': () => run(node, [bin('mam-publish'), '--job', job, '--event', 'progress'], ws, { MAM_CODE_CACHE: '0' }),
     'MQTT.js minimal script': () => run(node, [path.join(ROOT, 'bench/baselines/mqtt-js-publish.mjs'), '127.0.0.1', String(broker.port)], ws),
-    ...(hasPaho ? { 'Python paho-mqtt script': () => run(python, [path.join(ROOT, 'bench/baselines/paho-publish.py'), '127.0.0.1', String(broker.port)], ws) } : {}),
-    'mosquitto_pub -q 1 (one message)': () => run('mosquitto_pub', ['-h', '127.0.0.1', '-p', String(broker.port), '-q', '1', '-t', 'bench/c/events', '-m', '{}'], ws),
+    ...(hasPaho
+      ? { 'Python paho-mqtt script': () => run(python, [path.join(ROOT, 'bench/baselines/paho-publish.py'), '127.0.0.1', String(broker.port)], ws) }
+      : {}),
+    'mosquitto_pub -q 1 (one message)': () =>
+      run('mosquitto_pub', ['-h', '127.0.0.1', '-p', String(broker.port), '-q', '1', '-t', 'bench/c/events', '-m', '{}'], ws),
   };
   const samples = Object.fromEntries(Object.keys(contenders).map((k) => [k, []]));
   for (let i = 0; i < ROUNDS; i++) for (const [k, f] of Object.entries(contenders)) samples[k].push(f().ms);
@@ -44,7 +55,9 @@ function registerJob(ws) {
 // 2. Monitor throughput: 20,000 signed events over 100 jobs, mam-subscribe --all vs mosquitto_sub.
 async function monitor(total) {
   const ws = workspace(brokerEnv);
-  const recs = Array.from({ length: 100 }, (_, i) => writeRecord(ws, (0x10000000 + i).toString(16), 'running', new Date(Date.UTC(2026, 0, 1, 0, 0, 0, i)).toISOString()));
+  const recs = Array.from({ length: 100 }, (_, i) =>
+    writeRecord(ws, (0x10000000 + i).toString(16), 'running', new Date(Date.UTC(2026, 0, 1, 0, 0, 0, i)).toISOString()),
+  );
   const payloads = Array.from({ length: total }, (_, i) => {
     const rec = recs[i % 100];
     return [`python/mqtt/jobs/${rec.job_id}/events`, signedEvent(rec, Math.floor(i / 100) + 1)];
@@ -92,7 +105,8 @@ results.scale = {};
 for (const size of [10, 1_000, 10_000]) {
   const ws = workspace(brokerEnv);
   const pending = 30;
-  for (let i = 0; i < size; i++) writeRecord(ws, (0x20000000 + i).toString(16), i < size - pending ? 'completed' : 'pending', new Date(Date.UTC(2026, 0, 1) + i).toISOString());
+  for (let i = 0; i < size; i++)
+    writeRecord(ws, (0x20000000 + i).toString(16), i < size - pending ? 'completed' : 'pending', new Date(Date.UTC(2026, 0, 1) + i).toISOString());
   run(node, [bin('mam-pick'), '--agent-session', 'warm'], ws); // builds the pick index once
   const picks = [];
   const publishes = [];
@@ -108,20 +122,47 @@ for (const size of [10, 1_000, 10_000]) {
 {
   const ws = workspace(brokerEnv);
   const job = registerJob(ws);
-  const par = (n, args) => Promise.all(Array.from({ length: n }, () => new Promise((resolve) => spawn(node, args, { cwd: ws.root, env: ws.env, stdio: 'ignore' }).on('exit', resolve))));
+  const par = (n, args) =>
+    Promise.all(
+      Array.from({ length: n }, () => new Promise((resolve) => spawn(node, args, { cwd: ws.root, env: ws.env, stdio: 'ignore' }).on('exit', resolve))),
+    );
   let t = performance.now();
   for (let i = 0; i < 5; i++) await par(8, [bin('mam-publish'), '--job', job, '--event', 'progress']);
   const pubSecs = (performance.now() - t) / 1000;
-  const seqs = readFileSync(path.join(ws.root, '.mam/logs', job, 'events.ndjson'), 'utf8').split('\n').filter((l) => l.includes('"published"')).map((l) => JSON.parse(l).seq).sort((a, b) => a - b);
+  const seqs = readFileSync(path.join(ws.root, '.mam/logs', job, 'events.ndjson'), 'utf8')
+    .split('\n')
+    .filter((l) => l.includes('"published"'))
+    .map((l) => JSON.parse(l).seq)
+    .sort((a, b) => a - b);
   for (let i = 0; i < 40; i++) writeRecord(ws, (0x30000000 + i).toString(16), 'pending', new Date(Date.UTC(2026, 0, 2) + i).toISOString());
   t = performance.now();
   const claimed = [];
-  await Promise.all(Array.from({ length: 8 }, () => new Promise((resolve) => {
-    const c = spawn('sh', ['-c', `for i in 1 2 3 4 5 6; do ${node} ${bin('mam-pick')} --agent-session s || break; done`], { cwd: ws.root, env: ws.env, stdio: ['ignore', 'pipe', 'ignore'] });
-    let out = '';
-    c.stdout.on('data', (d) => (out += d));
-    c.on('exit', () => resolve(claimed.push(...out.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l).job_id))));
-  })));
+  await Promise.all(
+    Array.from(
+      { length: 8 },
+      () =>
+        new Promise((resolve) => {
+          const c = spawn('sh', ['-c', `for i in 1 2 3 4 5 6; do ${node} ${bin('mam-pick')} --agent-session s || break; done`], {
+            cwd: ws.root,
+            env: ws.env,
+            stdio: ['ignore', 'pipe', 'ignore'],
+          });
+          let out = '';
+          c.stdout.on('data', (d) => (out += d));
+          c.on('exit', () =>
+            resolve(
+              claimed.push(
+                ...out
+                  .trim()
+                  .split('\n')
+                  .filter(Boolean)
+                  .map((l) => JSON.parse(l).job_id),
+              ),
+            ),
+          );
+        }),
+    ),
+  );
   const pickSecs = (performance.now() - t) / 1000;
   results.contention = {
     publishers: { events: seqs.length, eventsPerSec: +(seqs.length / pubSecs).toFixed(1), seqsUniqueAndGapFree: seqs.every((s, i) => s === i + 1) },
@@ -142,7 +183,13 @@ for (const size of [10, 1_000, 10_000]) {
   await new Promise((r) => setTimeout(r, seconds * 1000));
   const cpu1 = cpuMs(pid);
   const mem = procStatus(pid);
-  results.heartbeat = { periodSec: 1, windowSec: seconds, rssMiB: +(mem.rssKiB / 1024).toFixed(1), peakRssMiB: +(mem.hwmKiB / 1024).toFixed(1), cpuMsPerBeat: +((cpu1 - cpu0) / seconds).toFixed(1) };
+  results.heartbeat = {
+    periodSec: 1,
+    windowSec: seconds,
+    rssMiB: +(mem.rssKiB / 1024).toFixed(1),
+    peakRssMiB: +(mem.hwmKiB / 1024).toFixed(1),
+    cpuMsPerBeat: +((cpu1 - cpu0) / seconds).toFixed(1),
+  };
   sleeper.kill('SIGKILL');
 }
 
@@ -159,7 +206,10 @@ function writeReadme(r) {
   const paho = r.publish['Python paho-mqtt script']?.median;
   const rows = Object.entries(r.publish)
     .filter(([, v]) => typeof v === 'object' && v && 'median' in v)
-    .map(([k, v]) => `| ${k} | ${v.median.toFixed(0)} | ${v.min.toFixed(0)} | ${v.max.toFixed(0)} | ${(v.median / base).toFixed(2)} | ${paho ? (v.median / paho).toFixed(2) : '-'} |`);
+    .map(
+      ([k, v]) =>
+        `| ${k} | ${v.median.toFixed(0)} | ${v.min.toFixed(0)} | ${v.max.toFixed(0)} | ${(v.median / base).toFixed(2)} | ${paho ? (v.median / paho).toFixed(2) : '-'} |`,
+    );
   const s = r.scale;
   const m = r.monitor.large;
   const table = [
@@ -177,7 +227,10 @@ function writeReadme(r) {
     '',
     '| events | mam-subscribe --all ev/s | mosquitto_sub ev/s | ratio | mam peak RSS MiB |',
     '|---|---|---|---|---|',
-    ...[r.monitor.small, m].map((x) => `| ${x.events} | ${x['mam-subscribe --all'].eventsPerSec} | ${x.mosquitto_sub.eventsPerSec} | ${(x['mam-subscribe --all'].eventsPerSec / x.mosquitto_sub.eventsPerSec).toFixed(2)} | ${x['mam-subscribe --all'].peakRssMiB.toFixed(1)} |`),
+    ...[r.monitor.small, m].map(
+      (x) =>
+        `| ${x.events} | ${x['mam-subscribe --all'].eventsPerSec} | ${x.mosquitto_sub.eventsPerSec} | ${(x['mam-subscribe --all'].eventsPerSec / x.mosquitto_sub.eventsPerSec).toFixed(2)} | ${x['mam-subscribe --all'].peakRssMiB.toFixed(1)} |`,
+    ),
     '',
     '### 3. Registry scale (median ms)',
     '',

@@ -46,7 +46,8 @@ export function spawnBin(bin: string, args: string[], ws: Workspace, opts: { env
         const check = () => {
           const m = stderr.match(pattern);
           if (m) done(undefined, m);
-          else if (child.exitCode !== null || child.signalCode !== null) done(new Error(`${bin} exited (${child.exitCode ?? child.signalCode}) before ${pattern}:\n${stderr}`));
+          else if (child.exitCode !== null || child.signalCode !== null)
+            done(new Error(`${bin} exited (${child.exitCode ?? child.signalCode}) before ${pattern}:\n${stderr}`));
         };
         const done = (err: Error | undefined, m?: RegExpMatchArray) => {
           clearTimeout(timer);

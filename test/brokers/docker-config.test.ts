@@ -18,7 +18,7 @@ describe('docker/', () => {
     expect(compose).toMatch(/^ {2}mosquitto:\n {4}profiles: \["mosquitto"\]\n {4}image: eclipse-mosquitto:2$/m);
   });
 
-  it('every file compose mounts from the repository exists (certificates and .env are the operator\'s)', () => {
+  it("every file compose mounts from the repository exists (certificates and .env are the operator's)", () => {
     const mounts = [...compose.matchAll(/^\s+- \.\/([^:]+):/gm)].map((m) => m[1]!);
     expect(mounts.length).toBeGreaterThanOrEqual(4);
     for (const m of mounts.filter((m) => m !== 'mosquitto/certs')) expect(existsSync(path.join(DOCKER_DIR, m)), m).toBe(true);
@@ -49,7 +49,11 @@ describe('config rewriting for the test servers', () => {
 
   it('nats: the real file has every setting the harness substitutes', () => {
     const out = rewriteNatsConf(readFileSync(NATS_CONF, 'utf8'), {
-      listen: '"L"', http: null, 'jetstream.store_dir': '"S"', 'mqtt.listen': '"M"', 'websocket.listen': '"W"',
+      listen: '"L"',
+      http: null,
+      'jetstream.store_dir': '"S"',
+      'mqtt.listen': '"M"',
+      'websocket.listen': '"W"',
     });
     expect(out).not.toMatch(/0\.0\.0\.0|\/data\/|8222/);
   });

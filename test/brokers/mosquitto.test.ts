@@ -53,7 +53,12 @@ describeWithBroker('mosquitto', 'Mosquitto as docker/mosquitto runs it: TLS 1.3,
     for (const event of ['started', 'progress', 'completed']) expect((await publish(job, event, client(broker, broker.users.agent))).code).toBe(0);
     const r = await sub.result;
     expect(r.code).toBe(0);
-    expect(r.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { event: string }).event)).toEqual(['started', 'progress', 'completed']);
+    expect(
+      r.stdout
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { event: string }).event),
+    ).toEqual(['started', 'progress', 'completed']);
 
     const ca = readFileSync(broker.caFile);
     const handshake = (maxVersion: 'TLSv1.2' | 'TLSv1.3') =>
@@ -85,8 +90,27 @@ describeWithBroker('mosquitto', 'Mosquitto as docker/mosquitto runs it: TLS 1.3,
     // A second CA, made here, that did not sign the server's certificate.
     const dir = tempDirForTest('mam-ca-');
     const otherCa = path.join(dir, 'other-ca.crt');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1', '-subj', '/CN=mam-untrusted-ca',
-      '-keyout', path.join(dir, 'other-ca.key'), '-out', otherCa], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=mam-untrusted-ca',
+        '-keyout',
+        path.join(dir, 'other-ca.key'),
+        '-out',
+        otherCa,
+      ],
+      { stdio: 'ignore' },
+    );
     const untrusted = client(broker, broker.users.agent, { MQTT_CA_CERTS: otherCa });
     const where = `mqtts://127.0.0.1:${broker.port}`;
     expect(expectOneErrorLine(await publish(job, 'started', untrusted), 2)).toContain(`broker ${where}: TLS handshake failed`);

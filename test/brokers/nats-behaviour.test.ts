@@ -36,7 +36,10 @@ async function tryPublish(client: MqttClient, topic: string, qos: 0 | 1 | 2): Pr
   const onClose = new Promise<boolean>((r) => client.once('close', () => r(false)));
   void onClose.then(() => (closed = true));
   const acked = await Promise.race([
-    client.publishAsync(topic, 'x', { qos }).then(() => true, () => false),
+    client.publishAsync(topic, 'x', { qos }).then(
+      () => true,
+      () => false,
+    ),
     onClose,
     new Promise<boolean>((r) => setTimeout(() => r(false), 1_500)),
   ]);

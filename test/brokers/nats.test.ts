@@ -62,14 +62,22 @@ describeWithBroker('nats-server', 'NATS as docker/nats/nats.conf runs it', () =>
     const sub = spawnBin('mam-subscribe', ['--job', job], ws, as(nats.users.agent));
     await sub.waitForStderr(/^SUBSCRIBED a0000001 mqtt:\/\/127\.0\.0\.1:\d+$/m);
     const seen = await tap(job, 1_500, async () => {
-      for (const [event, detail] of [['started', 'go'], ['progress', 'half way'], ['completed', 'done']] as const) {
+      for (const [event, detail] of [
+        ['started', 'go'],
+        ['progress', 'half way'],
+        ['completed', 'done'],
+      ] as const) {
         const r = await publish(job, event, nats.users.agent, ['--detail', detail]);
         expect(r.code, r.stderr).toBe(0);
       }
     });
     const r = await sub.result;
     expect(r.code).toBe(0);
-    expect(events(r).map((e) => [e.event, e.seq])).toEqual([['started', 1], ['progress', 2], ['completed', 3]]);
+    expect(events(r).map((e) => [e.event, e.seq])).toEqual([
+      ['started', 1],
+      ['progress', 2],
+      ['completed', 3],
+    ]);
     // On the wire: the contract's topics under the default root, a state after each event.
     expect(seen.map((m) => m.topic)).toEqual([1, 2, 3].flatMap(() => [`${ROOT}/${job}/events`, `${ROOT}/${job}/state`]));
   });
@@ -80,14 +88,23 @@ describeWithBroker('nats-server', 'NATS as docker/nats/nats.conf runs it', () =>
     register(b);
     const monitor = spawnBin('mam-subscribe', ['--all'], ws, as(nats.users.observer));
     await monitor.waitForStderr(/^SUBSCRIBED all /m);
-    for (const [job, event] of [[a, 'started'], [b, 'started'], [a, 'completed'], [b, 'error']] as const) {
+    for (const [job, event] of [
+      [a, 'started'],
+      [b, 'started'],
+      [a, 'completed'],
+      [b, 'error'],
+    ] as const) {
       expect((await publish(job, event)).code).toBe(0);
     }
     await expect.poll(() => events(monitor).length, { timeout: 5_000 }).toBe(4);
     monitor.kill('SIGTERM');
     const r = await monitor.result;
     expect(r.code).toBe(0);
-    expect(events(r).map((e) => `${e.job_id} ${e.event}`).sort()).toEqual([`${a} completed`, `${a} started`, `${b} error`, `${b} started`]);
+    expect(
+      events(r)
+        .map((e) => `${e.job_id} ${e.event}`)
+        .sort(),
+    ).toEqual([`${a} completed`, `${a} started`, `${b} error`, `${b} started`]);
   });
 
   it("an observer's publish is acknowledged but reaches no subscriber", async () => {

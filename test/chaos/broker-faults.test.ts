@@ -104,9 +104,15 @@ describe.concurrent('broker faults: the broker is killed and restarted while a j
         }
       }, 10_000);
     };
-    await restartCycles(rng, 'Mosquitto (persistence)', broker, () => {
-      const kind = rng.pick(['SIGKILL', 'SIGTERM'] as const);
-      return { kind, down: signalled(kind) };
-    }, {});
+    await restartCycles(
+      rng,
+      'Mosquitto (persistence)',
+      broker,
+      () => {
+        const kind = rng.pick(['SIGKILL', 'SIGTERM'] as const);
+        return { kind, down: signalled(kind) };
+      },
+      {},
+    );
   });
 });

@@ -23,7 +23,11 @@ import { SecretScan, endWithSecretScan } from './secret-scan.ts';
  * payload timestamps far in the past or future are checked either way.
  */
 
-const LIBFAKETIME = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1', '/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1', '/usr/lib/faketime/libfaketime.so.1'].find((f) => existsSync(f));
+const LIBFAKETIME = [
+  '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1',
+  '/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1',
+  '/usr/lib/faketime/libfaketime.so.1',
+].find((f) => existsSync(f));
 const rng = chaosRng('clock');
 const scan = new SecretScan();
 let broker: AedesTestBroker;
@@ -85,7 +89,12 @@ describe.concurrent('clock: a wall-clock jump changes no timeout decision', () =
     const sub = spawnBin('mam-subscribe', ['--job', id, '--ack-timeout', '0'], ws, clock.env);
     await sub.waitStderr(/^SUBSCRIBED/m);
     const t0 = Date.now();
-    await jumpAlong(clock, sub, [[500, '+1d'], [1_500, '-2d'], [2_500, '+365d'], [3_200, '-30d']]);
+    await jumpAlong(clock, sub, [
+      [500, '+1d'],
+      [1_500, '-2d'],
+      [2_500, '+365d'],
+      [3_200, '-30d'],
+    ]);
     const res = await sub.done;
     const ms = Date.now() - t0;
     expect(res.code, res.stderr).toBe(2);
@@ -93,7 +102,12 @@ describe.concurrent('clock: a wall-clock jump changes no timeout decision', () =
     // Not early (a day forward is not 4 s of silence), not late (a day back does not postpone it).
     expect(ms).toBeGreaterThanOrEqual(3_500);
     expect(ms).toBeLessThan(7_000);
-    report({ fault: 'wall clock jumps ±1 day, +1 year, −30 days under mam-subscribe (idle timeout 4 s)', injected: 4, checked: `idle timeout fired after ${(ms / 1000).toFixed(1)} s (window 3.5–7 s), exit 2`, result: 'pass' });
+    report({
+      fault: 'wall clock jumps ±1 day, +1 year, −30 days under mam-subscribe (idle timeout 4 s)',
+      injected: 4,
+      checked: `idle timeout fired after ${(ms / 1000).toFixed(1)} s (window 3.5–7 s), exit 2`,
+      result: 'pass',
+    });
   });
 
   needsFaketime('the wall-clock budget (--timeout 4) is measured on the monotonic clock too', { timeout: 30_000 }, async () => {
@@ -103,14 +117,23 @@ describe.concurrent('clock: a wall-clock jump changes no timeout decision', () =
     const sub = spawnBin('mam-subscribe', ['--job', id, '--timeout', '4', '--idle-timeout', '0'], ws, clock.env);
     await sub.waitStderr(/^SUBSCRIBED/m);
     const t0 = Date.now();
-    await jumpAlong(clock, sub, [[300, '-1d'], [1_200, '+2d'], [2_000, '-7d']]);
+    await jumpAlong(clock, sub, [
+      [300, '-1d'],
+      [1_200, '+2d'],
+      [2_000, '-7d'],
+    ]);
     const res = await sub.done;
     const ms = Date.now() - t0;
     expect(res.code, res.stderr).toBe(2);
     expect(res.stderr).toMatch(new RegExp(`job ${id}: wall-clock timeout`));
     expect(ms).toBeGreaterThanOrEqual(3_500);
     expect(ms).toBeLessThan(7_000);
-    report({ fault: 'wall clock jumps ±days under mam-subscribe (--timeout 4)', injected: 3, checked: `wall-clock budget ended after ${(ms / 1000).toFixed(1)} s (window 3.5–7 s), exit 2`, result: 'pass' });
+    report({
+      fault: 'wall clock jumps ±days under mam-subscribe (--timeout 4)',
+      injected: 3,
+      checked: `wall-clock budget ended after ${(ms / 1000).toFixed(1)} s (window 3.5–7 s), exit 2`,
+      result: 'pass',
+    });
   });
 
   needsFaketime('the heartbeat keeps beating when its wall clock jumps a day back or forward', { timeout: 40_000 }, async () => {
@@ -140,7 +163,12 @@ describe.concurrent('clock: a wall-clock jump changes no timeout decision', () =
     const res = await sub.done;
     expect(res.code, res.stderr).toBe(0);
     agent.kill();
-    report({ fault: 'wall clock of the heartbeat timer jumps −1 day, then +2 days', injected: 2, checked: `beats kept coming every second (${beats()} printed); the watcher (idle 4 s) never timed out; job completed, exit 0`, result: 'pass' });
+    report({
+      fault: 'wall clock of the heartbeat timer jumps −1 day, then +2 days',
+      injected: 2,
+      checked: `beats kept coming every second (${beats()} printed); the watcher (idle 4 s) never timed out; job completed, exit 0`,
+      result: 'pass',
+    });
   });
 
   needsFaketime('a command whose clock runs a day ahead waits for a live lock instead of breaking it', { timeout: 30_000 }, async () => {
@@ -160,10 +188,17 @@ describe.concurrent('clock: a wall-clock jump changes no timeout decision', () =
     const ms = Date.now() - t0;
     expect(r.code, r.stderr).toBe(0);
     expect(ms).toBeGreaterThanOrEqual(HOLD_MS - 200);
-    report({ fault: 'a registry command whose wall clock runs 1 day ahead meets a live lock', injected: 1, checked: `it waited for the holder (${(ms / 1000).toFixed(1)} s for a ${HOLD_MS / 1000} s hold) instead of breaking the lock; the holder was not compromised`, result: 'pass' });
+    report({
+      fault: 'a registry command whose wall clock runs 1 day ahead meets a live lock',
+      injected: 1,
+      checked: `it waited for the holder (${(ms / 1000).toFixed(1)} s for a ${HOLD_MS / 1000} s hold) instead of breaking the lock; the holder was not compromised`,
+      result: 'pass',
+    });
   });
 
-  it('payload timestamps far in the past or future decide nothing: accepted, printed, and the idle clock runs on monotonic time', { timeout: 30_000 }, async () => {
+  it('payload timestamps far in the past or future decide nothing: accepted, printed, and the idle clock runs on monotonic time', {
+    timeout: 30_000,
+  }, async () => {
     const ws = scan.workspace(makeWorkspace(await brokerEnv()));
     const id = await register(ws, ['--idle-timeout', '2', '--ack-timeout', '1']);
     const job = recordOf(ws, id);
@@ -173,7 +208,18 @@ describe.concurrent('clock: a wall-clock jump changes no timeout decision', () =
     const stamps = [new Date('1970-01-01T00:00:00Z'), new Date('2999-12-31T23:59:59Z'), new Date(0), new Date(Date.now() - 86_400_000 * 365 * 30)];
     let last = Date.now();
     for (const [i, now] of stamps.entries()) {
-      const p = signPayload(buildEventPayload({ jobId: id, seq: i + 1, event: i === 0 ? 'started' : 'progress', detail: `stamp ${now.toISOString()}`, dispatchToken: job.dispatch_token, attemptId: job.attempt_id, now }), job.auth_token);
+      const p = signPayload(
+        buildEventPayload({
+          jobId: id,
+          seq: i + 1,
+          event: i === 0 ? 'started' : 'progress',
+          detail: `stamp ${now.toISOString()}`,
+          dispatchToken: job.dispatch_token,
+          attemptId: job.attempt_id,
+          now,
+        }),
+        job.auth_token,
+      );
       await client.publishAsync(`python/mqtt/jobs/${id}/events`, wireJson(p), { qos: 1 });
       last = Date.now();
       await sleep(500);
@@ -182,11 +228,21 @@ describe.concurrent('clock: a wall-clock jump changes no timeout decision', () =
     const res = await sub.done;
     const silence = Date.now() - last;
     expect(res.code, res.stderr).toBe(2);
-    expect(jsonLines(res.stdout).map((e) => e.timestamp)).toEqual(['1970-01-01T00:00:00Z', '2999-12-31T23:59:59Z', '1970-01-01T00:00:00Z', expect.stringMatching(/Z$/)]);
+    expect(jsonLines(res.stdout).map((e) => e.timestamp)).toEqual([
+      '1970-01-01T00:00:00Z',
+      '2999-12-31T23:59:59Z',
+      '1970-01-01T00:00:00Z',
+      expect.stringMatching(/Z$/),
+    ]);
     // Idle 3 s from the last event, measured on the watcher's own clock, whatever the payloads said.
     expect(silence).toBeGreaterThanOrEqual(1_500);
     expect(silence).toBeLessThan(5_000);
-    report({ fault: 'signed events stamped 1970, 2999 and 30 years ago', injected: stamps.length, checked: `all accepted and printed in order; idle timeout (2 s) fired ${(silence / 1000).toFixed(1)} s after the last one`, result: 'pass' });
+    report({
+      fault: 'signed events stamped 1970, 2999 and 30 years ago',
+      injected: stamps.length,
+      checked: `all accepted and printed in order; idle timeout (2 s) fired ${(silence / 1000).toFixed(1)} s after the last one`,
+      result: 'pass',
+    });
   });
 });
 

@@ -66,7 +66,15 @@ beforeAll(async () => {
     const registry = new Registry({ registryDir: registryDirOf(ws), logDir: logDirOf(ws) }, () => undefined);
     const jobs: string[] = [];
     for (let i = 0; i < 10; i++) {
-      const r = await registry.register({ brief: `seed ${i}`, heartbeatSec: 30, heartbeatMisses: 4, ackTimeoutSec: 180, timeoutSec: 3600, transport: 'herdr', dependsOn: [] });
+      const r = await registry.register({
+        brief: `seed ${i}`,
+        heartbeatSec: 30,
+        heartbeatMisses: 4,
+        ackTimeoutSec: 180,
+        timeoutSec: 3600,
+        transport: 'herdr',
+        dependsOn: [],
+      });
       jobs.push(r.job_id);
     }
     lanes.push({ n, ws, registry, jobs, live: new Set(), aimed: 0 });
@@ -104,7 +112,9 @@ function drawCommand(lane: Lane, tag: string): { op: Op; args: string[] } {
 }
 
 describe('crash safety: SIGKILL storms on the registry', () => {
-  it(`≥ ${KILLS} kills of register/pick/publish/close: records valid, seqs gap-free, no double claim, lock recovered`, { timeout: BUDGET_MS + 120_000 }, async () => {
+  it(`≥ ${KILLS} kills of register/pick/publish/close: records valid, seqs gap-free, no double claim, lock recovered`, {
+    timeout: BUDGET_MS + 120_000,
+  }, async () => {
     let kills = 0;
     let aimedKills = 0;
     let spawned = 0;
@@ -134,12 +144,15 @@ describe('crash safety: SIGKILL storms on the registry', () => {
         // Most runs die at a random moment of their life (start-up, lock wait, commit, wire); some finish.
         const killAt = rng.chance(0.8) ? rng.int(20, 400) : undefined;
         let killed = false;
-        const timer = killAt === undefined ? undefined : setTimeout(() => {
-          if (proc.kill()) {
-            killed = true;
-            kills++;
-          }
-        }, killAt);
+        const timer =
+          killAt === undefined
+            ? undefined
+            : setTimeout(() => {
+                if (proc.kill()) {
+                  killed = true;
+                  kills++;
+                }
+              }, killAt);
         const result = await proc.done;
         clearTimeout(timer);
         lane.live.delete(proc);
@@ -166,11 +179,13 @@ describe('crash safety: SIGKILL storms on the registry', () => {
     const seqProblemsAfterStorm = checks.flatMap((c) => c.seqProblems);
 
     // No job claimed twice: picks that printed a record name distinct jobs, and the audit shows one pick per job.
-    const claims = outcomes.filter((o) => o.op === 'pick' && o.result.stdout.trim().startsWith('{')).map((o) => ({
-      lane: o.lane,
-      session: o.args[1]!,
-      id: (JSON.parse(o.result.stdout) as { job_id: string }).job_id,
-    }));
+    const claims = outcomes
+      .filter((o) => o.op === 'pick' && o.result.stdout.trim().startsWith('{'))
+      .map((o) => ({
+        lane: o.lane,
+        session: o.args[1]!,
+        id: (JSON.parse(o.result.stdout) as { job_id: string }).job_id,
+      }));
     expect(new Set(claims.map((c) => `${c.lane}/${c.id}`)).size).toBe(claims.length);
     for (const c of claims) {
       const record = recordOf(lanes[c.lane]!.ws, c.id);
@@ -252,7 +267,10 @@ describe('crash safety: SIGKILL storms on the registry', () => {
         `${outcomes.length} processes in ${LANES} registries: every record validates (${records.length}); published seqs unique and 1…last_seq ` +
         `(${publishedSeqs} seqs; ${abortedAfterStorm.pending + abortedAfterStorm.marked} publishers killed between their write-ahead line and their commit, whose seq the next event skipped); no job claimed twice (${claims.length} printed claims, ${pickCommits} pick commits); no torn audit line; ` +
         `survivors exit 0/4/5 only; lock usable within 10 s (${Math.max(...recovery)} ms)`,
-      result: seqProblemsAfterStorm.length === 0 && seqProblemsFinal.length === 0 ? 'pass' : `FAIL: ${[...seqProblemsAfterStorm, ...seqProblemsFinal].slice(0, 3).join('; ')}`,
+      result:
+        seqProblemsAfterStorm.length === 0 && seqProblemsFinal.length === 0
+          ? 'pass'
+          : `FAIL: ${[...seqProblemsAfterStorm, ...seqProblemsFinal].slice(0, 3).join('; ')}`,
       kills_by_op: { register: byOp('register'), pick: byOp('pick'), publish: byOp('publish'), close: byOp('close') },
       aimed_at_lock: aimedKills,
     });

@@ -43,7 +43,9 @@ const rejectLogs = (stderr: string) =>
     .filter((l) => l.msg === 'message rejected');
 
 describe('hostile input: a flood on the watcher', () => {
-  it(`${SMALL + OVERSIZED} forged/malformed/oversized + ${EVENT_REPLAYS + STATE_REPLAYS} replays + ${JUNK} junk topics: nothing printed, all audited, memory bounded`, { timeout: scale(180_000, 1_200_000) }, async () => {
+  it(`${SMALL + OVERSIZED} forged/malformed/oversized + ${EVENT_REPLAYS + STATE_REPLAYS} replays + ${JUNK} junk topics: nothing printed, all audited, memory bounded`, {
+    timeout: scale(180_000, 1_200_000),
+  }, async () => {
     broker = await startAedesBroker({ auth });
     scan.secret('MQTT password', auth.password);
     await scan.captureWire(broker.url, auth);
@@ -87,7 +89,12 @@ describe('hostile input: a flood on the watcher', () => {
       ...hostile.map((h) => ({ topic: `${ROOT}/${id}/${h.kindLevel}`, payload: h.payload, retain: h.retain, what: 'hostile' as const, reasons: h.reasons })),
       ...Array.from({ length: EVENT_REPLAYS }, () => ({ ...rng.pick(acceptedEvents), retain: false, what: 'event-replay' as const })),
       ...Array.from({ length: STATE_REPLAYS }, () => ({ ...rng.pick(acceptedStates), retain: rng.chance(0.5), what: 'state-replay' as const })),
-      ...Array.from({ length: JUNK }, (_, i) => ({ topic: `${ROOT}/${id}/${rng.pick(['junk', 'events2', 'STATE', 'x'])}`, payload: Buffer.from(`junk ${i}`), retain: false, what: 'junk' as const })),
+      ...Array.from({ length: JUNK }, (_, i) => ({
+        topic: `${ROOT}/${id}/${rng.pick(['junk', 'events2', 'STATE', 'x'])}`,
+        payload: Buffer.from(`junk ${i}`),
+        retain: false,
+        what: 'junk' as const,
+      })),
     ];
     for (let i = sends.length - 1; i > 0; i--) {
       const j = rng.int(0, i);
@@ -152,7 +159,9 @@ describe('hostile input: a flood on the watcher', () => {
     // QoS 1 allows the broker to deliver a message again after a reconnect; each delivery is audited.
     const reconnected = audit.filter((l) => l.type === 'reconnected').length;
     const atLeast = (n: number, want: number) => (reconnected === 0 ? n === want : n >= want);
-    console.log(`[chaos] flood audit: ${JSON.stringify(Object.fromEntries(tally))}, want ${JSON.stringify(Object.fromEntries(want))} + ${jsonOrSchema} json|schema; ${reconnected} reconnects`);
+    console.log(
+      `[chaos] flood audit: ${JSON.stringify(Object.fromEntries(tally))}, want ${JSON.stringify(Object.fromEntries(want))} + ${jsonOrSchema} json|schema; ${reconnected} reconnects`,
+    );
     for (const reason of ['hmac', 'topic', 'stale_attempt', 'oversized'] as const) {
       expect(atLeast(tally.get(reason) ?? 0, want.get(reason) ?? 0), `${reason}: ${tally.get(reason)} audited, ${want.get(reason)} sent`).toBe(true);
     }
@@ -174,7 +183,9 @@ describe('hostile input: a flood on the watcher', () => {
 
     const mib = (kib: number) => Math.round(kib / 1024);
     const bytes = sends.reduce((n, s) => n + s.payload.length, 0);
-    console.log(`[chaos] flood: ${sends.length} messages, ${mib(bytes / 1024)} MiB in ${floodMs} ms; watcher RSS ${mib(mem0.rss)} → ${mib(mem1.rss)} MiB (peak sampled ${mib(peak)}, VmHWM ${mib(mem1.hwm)}); monitor ${mib(monMem0.rss)} → ${mib(monMem1.rss)} MiB (VmHWM ${mib(monMem1.hwm)})`);
+    console.log(
+      `[chaos] flood: ${sends.length} messages, ${mib(bytes / 1024)} MiB in ${floodMs} ms; watcher RSS ${mib(mem0.rss)} → ${mib(mem1.rss)} MiB (peak sampled ${mib(peak)}, VmHWM ${mib(mem1.hwm)}); monitor ${mib(monMem0.rss)} → ${mib(monMem1.rss)} MiB (VmHWM ${mib(monMem1.hwm)})`,
+    );
     const tallyText = [...tally].map(([r, n]) => `${r} ${n}`).join(', ');
     report({
       fault: 'hostile flood on mam-subscribe (fast-check): forged, tampered, malformed, cross-job, stale-attempt, oversized, replayed, junk topics',

@@ -43,13 +43,22 @@ const logLines = (stderr: string): LogLine[] =>
     .map((l) => JSON.parse(l) as LogLine);
 
 describe('hostile input: the remote runner and its dispatches', () => {
-  it(`${FORGED_DISPATCHES} forged dispatches, ${REPLAYS} replays, ${FORGED_STATES} forged cancels: the command runs once per real attempt`, { timeout: scale(120_000, 900_000) }, async () => {
+  it(`${FORGED_DISPATCHES} forged dispatches, ${REPLAYS} replays, ${FORGED_STATES} forged cancels: the command runs once per real attempt`, {
+    timeout: scale(120_000, 900_000),
+  }, async () => {
     const auth = { username: 'mam-chaos', password: `pw-remote-${rng.int(1e8, 9e8)}` };
     const secret = `dispatch-secret-${rng.int(1e8, 9e8)}`;
     scan.secret('MQTT password', auth.password).secret('MAM_DISPATCH_SECRET', secret);
     const broker = await startAedesBroker({ auth });
     await scan.captureWire(broker.url, auth);
-    const env = { MQTT_BROKER: broker.host, MQTT_PORT: String(broker.port), MQTT_USERNAME: auth.username, MQTT_PASSWORD: auth.password, MQTT_KEEPALIVE: '2', MAM_DISPATCH_SECRET: secret };
+    const env = {
+      MQTT_BROKER: broker.host,
+      MQTT_PORT: String(broker.port),
+      MQTT_USERNAME: auth.username,
+      MQTT_PASSWORD: auth.password,
+      MQTT_KEEPALIVE: '2',
+      MAM_DISPATCH_SECRET: secret,
+    };
     const delegator: Workspace = scan.workspace(makeWorkspace(env));
     const host: Workspace = scan.workspace(makeWorkspace(env));
     const ranLog = path.join(host.root, 'ran.log');
@@ -75,7 +84,8 @@ describe('hostile input: the remote runner and its dispatches', () => {
       const r = await runBin('mam-remote', ['dispatch', '--job', id, '--session', session], delegator);
       expect(r.code, r.stderr).toBe(0);
     };
-    const finished = (id: string, attempt: number) => waitUntil(() => ran().includes(`${id} ${attempt}`) && ['completed'].includes(safeStatus(host, id, attempt)), 30_000);
+    const finished = (id: string, attempt: number) =>
+      waitUntil(() => ran().includes(`${id} ${attempt}`) && ['completed'].includes(safeStatus(host, id, attempt)), 30_000);
 
     // Two real jobs, the first of them in two attempts: what the attacker gets to copy.
     const j1 = await register('first job');
@@ -114,13 +124,20 @@ describe('hostile input: the remote runner and its dispatches', () => {
         return { kind: `tampered:${field}`, topic: j1, body: JSON.stringify(p), reasons: ['hmac'] };
       }),
       fc.constant({ kind: 'misplaced', topic: target, body: real[0]!.payload.toString(), reasons: ['topic'] }),
-      fc.integer({ min: 257 * 1024, max: 400 * 1024 }).map((n) => ({ kind: 'oversized', topic: target, body: `{"pad":"${'x'.repeat(n)}"}`, reasons: ['oversized'] })),
+      fc
+        .integer({ min: 257 * 1024, max: 400 * 1024 })
+        .map((n) => ({ kind: 'oversized', topic: target, body: `{"pad":"${'x'.repeat(n)}"}`, reasons: ['oversized'] })),
     );
     const floods = fc.sample(forgedDispatch, { numRuns: FORGED_DISPATCHES, seed: rng.seed });
     const sends = [
       ...floods.map((f) => ({ topic: `${ROOT}/${f.topic}/dispatch`, payload: Buffer.from(f.body), retain: rng.chance(0.3), reasons: f.reasons })),
       // Replays of both real attempts of j1, which this runner already ran.
-      ...Array.from({ length: REPLAYS }, () => ({ topic: `${ROOT}/${j1}/dispatch`, payload: rng.pick(real).payload, retain: rng.chance(0.5), reasons: ['replay'] })),
+      ...Array.from({ length: REPLAYS }, () => ({
+        topic: `${ROOT}/${j1}/dispatch`,
+        payload: rng.pick(real).payload,
+        retain: rng.chance(0.5),
+        reasons: ['replay'],
+      })),
     ];
     for (let i = sends.length - 1; i > 0; i--) {
       const j = rng.int(0, i);
@@ -140,7 +157,15 @@ describe('hostile input: the remote runner and its dispatches', () => {
     const slowRecord = recordOf(host, slow);
     const cancel = (over: { token?: string; attempt?: number; dispatchToken?: string; tamper?: boolean }) => {
       const p = signPayload(
-        buildStatePayload({ jobId: slow, seq: 99, status: 'cancelled', lastEvent: 'cancelled', detail: 'FORGED cancel', dispatchToken: over.dispatchToken ?? slowRecord.dispatch_token, attemptId: over.attempt ?? slowRecord.attempt_id }),
+        buildStatePayload({
+          jobId: slow,
+          seq: 99,
+          status: 'cancelled',
+          lastEvent: 'cancelled',
+          detail: 'FORGED cancel',
+          dispatchToken: over.dispatchToken ?? slowRecord.dispatch_token,
+          attemptId: over.attempt ?? slowRecord.attempt_id,
+        }),
         over.token ?? 'not-the-token',
       ) as unknown as Record<string, any>;
       if (over.tamper) p.detail = 'tampered';
@@ -148,7 +173,9 @@ describe('hostile input: the remote runner and its dispatches', () => {
     };
     const cancels = fc.sample(
       fc.oneof(
-        fc.string({ minLength: 1, maxLength: 40 }).map((token) => ({ body: cancel({ token: token === slowRecord.auth_token ? `${token}x` : token }), reason: 'hmac' })),
+        fc
+          .string({ minLength: 1, maxLength: 40 })
+          .map((token) => ({ body: cancel({ token: token === slowRecord.auth_token ? `${token}x` : token }), reason: 'hmac' })),
         fc.constant({ body: cancel({ token: slowRecord.auth_token, tamper: true }), reason: 'hmac' }),
         fc.constant({ body: cancel({ token: slowRecord.auth_token, attempt: 2 }), reason: 'stale_attempt' }),
         fc.string({ minLength: 1, maxLength: 40 }).map((s) => ({ body: s, reason: 'json|schema' })),
@@ -182,7 +209,8 @@ describe('hostile input: the remote runner and its dispatches', () => {
     await attacker.endAsync(true);
     const mib = (kib: number) => Math.round(kib / 1024);
     report({
-      fault: 'hostile flood on mam-remote run (fast-check): forged, tampered, malformed, oversized, misplaced and replayed dispatches; forged cancels during a run',
+      fault:
+        'hostile flood on mam-remote run (fast-check): forged, tampered, malformed, oversized, misplaced and replayed dispatches; forged cancels during a run',
       injected: sends.length + cancels.length,
       checked:
         `${floods.length} forged dispatches, ${REPLAYS} replays of the 2 real attempts (one stale), ${cancels.length} forged cancelled states while a job ran; ` +

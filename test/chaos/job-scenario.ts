@@ -36,13 +36,33 @@ export interface JobRunOptions {
 
 export async function startJob(o: JobRunOptions): Promise<JobRun> {
   const ws = o.scan.workspace(makeWorkspace(o.env));
-  const reg = await runBin('mam-register', ['--brief', 'chaos job', '--heartbeat', String(o.heartbeatSec ?? 1), '--idle-timeout', String(o.idleTimeoutSec ?? 10), '--ack-timeout', '10', '--timeout', '600'], ws);
+  const reg = await runBin(
+    'mam-register',
+    [
+      '--brief',
+      'chaos job',
+      '--heartbeat',
+      String(o.heartbeatSec ?? 1),
+      '--idle-timeout',
+      String(o.idleTimeoutSec ?? 10),
+      '--ack-timeout',
+      '10',
+      '--timeout',
+      '600',
+    ],
+    ws,
+  );
   expect(reg.code, reg.stderr).toBe(0);
   const id = (JSON.parse(reg.stdout) as { job_id: string }).job_id;
   const agent = spawnAgent(ws);
   const sub = spawnBin('mam-subscribe', ['--job', id], ws, o.subEnv);
   await sub.waitStderr(/^SUBSCRIBED/m);
-  const started = await runBin('mam-publish', ['--job', id, '--event', 'started', '--heartbeat', String(o.heartbeatSec ?? 1), '--watch-pid', String(agent.pid)], ws, o.agentEnv);
+  const started = await runBin(
+    'mam-publish',
+    ['--job', id, '--event', 'started', '--heartbeat', String(o.heartbeatSec ?? 1), '--watch-pid', String(agent.pid)],
+    ws,
+    o.agentEnv,
+  );
   expect(started.code, started.stderr).toBe(0);
   return { ws, id, token: recordOf(ws, id).auth_token, sub, agent };
 }
@@ -100,4 +120,3 @@ export async function expectCompletedCleanly(run: JobRun, exitWithinMs = 20_000)
   run.agent.kill();
   return { lines: lines.length, beats: lines.filter(isBeat).length, duplicates: auditOf(run.ws, run.id).filter((l) => l.type === 'duplicate').length };
 }
-

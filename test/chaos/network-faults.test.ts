@@ -28,7 +28,13 @@ const auth = { username: 'mam-chaos', password: `pw-net-${fileRng.int(1e8, 9e8)}
 
 afterAll(() => endWithSecretScan(scan, 'secret scan after the network faults'));
 
-const env = () => ({ MQTT_BROKER: broker.host, MQTT_PORT: String(broker.port), MQTT_USERNAME: auth.username, MQTT_PASSWORD: auth.password, MQTT_KEEPALIVE: String(KEEPALIVE_S) });
+const env = () => ({
+  MQTT_BROKER: broker.host,
+  MQTT_PORT: String(broker.port),
+  MQTT_USERNAME: auth.username,
+  MQTT_PASSWORD: auth.password,
+  MQTT_KEEPALIVE: String(KEEPALIVE_S),
+});
 
 let started: Promise<void> | undefined;
 function setup(): Promise<void> {
@@ -56,7 +62,9 @@ const printedOnce = (run: JobRun, detail: string) => printed(run).filter((e) => 
 
 // The two sides have their own proxies and jobs on one broker, and mostly wait: they run side by side.
 describe.concurrent('network faults', () => {
-  it(`watcher side: ${WATCHER_CYCLES} cuts, resets, refusals and stalls: events sent meanwhile arrive after, once; stalls found by keepalive`, { timeout: scale(120_000, 900_000) }, async () => {
+  it(`watcher side: ${WATCHER_CYCLES} cuts, resets, refusals and stalls: events sent meanwhile arrive after, once; stalls found by keepalive`, {
+    timeout: scale(120_000, 900_000),
+  }, async () => {
     const rng: Rng = chaosRng('network-faults/watcher');
     await setup();
     const proxy = await startFaultProxy(broker.host, broker.port);
@@ -109,7 +117,9 @@ describe.concurrent('network faults', () => {
     expect(slowest).toBeLessThan(10_000);
   });
 
-  it(`agent side: ${AGENT_CYCLES} lost PUBACKs, refusals and stalls of publishes, and cuts, resets and stalls of the heartbeat`, { timeout: scale(120_000, 900_000) }, async () => {
+  it(`agent side: ${AGENT_CYCLES} lost PUBACKs, refusals and stalls of publishes, and cuts, resets and stalls of the heartbeat`, {
+    timeout: scale(120_000, 900_000),
+  }, async () => {
     const rng: Rng = chaosRng('network-faults/agent');
     await setup();
     const pub = await startFaultProxy(broker.host, broker.port);

@@ -128,7 +128,10 @@ describe('defect 2: a SIGKILL between the record write and its audit line left a
     const { ws, registry } = workspace({ MQTT_BROKER: '127.0.0.1', MQTT_PORT: '1' });
     const { job_id: id } = await registry.register(job);
     // What a `completed` publisher killed before its commit leaves: the payload line, no record change.
-    appendFileSync(eventsFileOf(ws, id), `${JSON.stringify({ type: 'published', seq: 1, event: 'completed', payload: { seq: 1, event: 'completed', data: { attempt_id: 1 } } })}\n`);
+    appendFileSync(
+      eventsFileOf(ws, id),
+      `${JSON.stringify({ type: 'published', seq: 1, event: 'completed', payload: { seq: 1, event: 'completed', data: { attempt_id: 1 } } })}\n`,
+    );
     await registry.close(id, 'cancelled');
     const r = await runBin('mam-subscribe', ['--job', id], ws);
     expect(r.code, r.stderr).toBe(1);
@@ -155,7 +158,18 @@ describe('defect 3: the remote runner dropped replayed dispatches and forged can
     expect((await runBin('mam-remote', ['dispatch', '--job', id, '--session', 'R'], delegator)).code).toBe(0);
     // While it runs: a cancel signed with a token that is not the job's.
     expect(await waitFor(() => existsSync(ranLog), 10_000)).toBe(true);
-    const forged = signPayload(buildStatePayload({ jobId: id, seq: 9, status: 'cancelled', lastEvent: 'cancelled', detail: 'x', dispatchToken: recordOf(host, id).dispatch_token, attemptId: 1 }), 'not-the-token');
+    const forged = signPayload(
+      buildStatePayload({
+        jobId: id,
+        seq: 9,
+        status: 'cancelled',
+        lastEvent: 'cancelled',
+        detail: 'x',
+        dispatchToken: recordOf(host, id).dispatch_token,
+        attemptId: 1,
+      }),
+      'not-the-token',
+    );
     await attacker.publishAsync(`python/mqtt/jobs/${id}/state`, wireJson(forged), { qos: 1 });
     expect(await waitFor(() => recordOf(host, id).status === 'completed', 15_000), runner.stderr).toBe(true);
     // Then the real dispatch again, byte for byte.
@@ -163,7 +177,11 @@ describe('defect 3: the remote runner dropped replayed dispatches and forged can
     expect(await waitFor(() => auditOf(host, id).some((l) => l.type === 'rejected' && l.reason === 'replay'), 10_000), runner.stderr).toBe(true);
     await attacker.endAsync(true);
     expect(readFileSync(ranLog, 'utf8')).toBe(`${id}\n`);
-    expect(auditOf(host, id).filter((l) => l.type === 'rejected').map((l) => l.reason)).toEqual(['hmac', 'replay']);
+    expect(
+      auditOf(host, id)
+        .filter((l) => l.type === 'rejected')
+        .map((l) => l.reason),
+    ).toEqual(['hmac', 'replay']);
     expect(runner.stderr).toMatch(/"reason":"replay".*"msg":"dispatch rejected"/);
   });
 });
@@ -261,7 +279,9 @@ describe('defect 6: a cancel that reached the runner before its agent started wa
     expect(Date.now() - t0).toBeLessThan(10_000);
     expect(existsSync(ranLog)).toBe(false);
     expect(recordOf(host, id)).toMatchObject({ status: 'cancelled' });
-    const published = auditOf(host, id).filter((l) => l.type === 'published').map((l) => l.event);
+    const published = auditOf(host, id)
+      .filter((l) => l.type === 'published')
+      .map((l) => l.event);
     expect(published.filter((e) => e === 'completed' || e === 'error')).toEqual([]);
   });
 });

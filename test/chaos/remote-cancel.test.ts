@@ -21,7 +21,9 @@ const scan = new SecretScan();
 afterAll(() => endWithSecretScan(scan));
 
 describe('remote: a cancel at a random moment', () => {
-  it(`${ROUNDS} cancels between dispatch and the agent's end: the agent never finishes, the runner stops within seconds`, { timeout: scale(120_000, 900_000) }, async () => {
+  it(`${ROUNDS} cancels between dispatch and the agent's end: the agent never finishes, the runner stops within seconds`, {
+    timeout: scale(120_000, 900_000),
+  }, async () => {
     const secret = `dispatch-secret-${rng.int(1e8, 9e8)}`;
     scan.secret('MAM_DISPATCH_SECRET', secret);
     const broker = await startAedesBroker();
@@ -33,7 +35,15 @@ describe('remote: a cancel at a random moment', () => {
     let agentStarted = 0;
     // Windows of the job's start: before the runner took it, while it adopts it and publishes
     // `started` (a few hundred ms), and once the agent runs. Every window at least once.
-    const windows = rng.deck([[0, 30], [30, 300], [300, 800], [800, 2_000]] as const, ROUNDS);
+    const windows = rng.deck(
+      [
+        [0, 30],
+        [30, 300],
+        [300, 800],
+        [800, 2_000],
+      ] as const,
+      ROUNDS,
+    );
     for (let round = 1; round <= ROUNDS; round++) {
       const log = path.join(host.root, `agent-${round}.log`);
       const reg = await runBin('mam-register', ['--brief', `round ${round}`, '--heartbeat', '1'], delegator);

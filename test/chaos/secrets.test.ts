@@ -77,7 +77,13 @@ describe('secrets never leave the records', () => {
     const agent = spawnAgent(delegator);
     const watchLocal = spawnBin('mam-subscribe', ['--job', local], delegator);
     await watchLocal.waitStderr(/^SUBSCRIBED/m);
-    ok(await runBin('mam-publish', ['--job', local, '--event', 'started', '--heartbeat', '1', '--watch-pid', String(agent.pid), '--detail', `token ${token} pw ${auth.password}`], delegator));
+    ok(
+      await runBin(
+        'mam-publish',
+        ['--job', local, '--event', 'started', '--heartbeat', '1', '--watch-pid', String(agent.pid), '--detail', `token ${token} pw ${auth.password}`],
+        delegator,
+      ),
+    );
     await waitUntil(() => jsonLines(watchLocal.stdout).length >= 3, 10_000);
     ok(await runBin('mam-publish', ['--job', local, '--event', 'error', '--detail', `failed with ${secret} and ${token}`], delegator));
     ok(await watchLocal.done, 1);
@@ -107,14 +113,20 @@ describe('secrets never leave the records', () => {
     expect(badClose.code, badClose.stderr).toBe(0);
 
     // 5. The whole flow in one command.
-    const delegate = await runBin('mam', ['delegate', '--brief', 'delegated', '--exec', `sh ${agentScript}`, '--heartbeat', '1'], { ...host, env: { ...host.env } }, { MAM_REGISTRY_DIR: path.join(host.root, '.mam', 'jobs') });
+    const delegate = await runBin(
+      'mam',
+      ['delegate', '--brief', 'delegated', '--exec', `sh ${agentScript}`, '--heartbeat', '1'],
+      { ...host, env: { ...host.env } },
+      { MAM_REGISTRY_DIR: path.join(host.root, '.mam', 'jobs') },
+    );
     ok(delegate);
 
     await waitUntil(() => scan.wireCapture.some((m) => m.includes('<redacted>')), 5_000);
     const r = await scan.finish();
     const redactions = scan.wireCapture.filter((m) => m.includes('<redacted>')).length;
     report({
-      fault: 'secrets: a full delegation (remote + local + heartbeats + close + wrong password + mam delegate) at log level trace with MAM_DEBUG=1, agents leaking every secret into details',
+      fault:
+        'secrets: a full delegation (remote + local + heartbeats + close + wrong password + mam delegate) at log level trace with MAM_DEBUG=1, agents leaking every secret into details',
       injected: r.scanned.secrets,
       checked: `grep of ${r.scanned.wire} wire messages (plain client on #), ${r.scanned.outputs} stdout/stderr captures, ${r.scanned.files} files under .mam (records excepted) for ${r.scanned.secrets} secrets (job tokens, MQTT password, a wrong password, MAM_DISPATCH_SECRET); ${redactions} messages carried <redacted>; file modes 0600, folders 0700`,
       result: r.leaks.length + r.modeProblems.length === 0 ? 'pass' : `FAIL: ${[...r.leaks, ...r.modeProblems].slice(0, 3).join('; ')}`,

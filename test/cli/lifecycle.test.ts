@@ -117,7 +117,10 @@ describe('mam-pick, mam-close, mam show, mam redispatch', () => {
 
   it('close: exit 0 with the record, 5 on a terminal job, 66 for an unknown job, 64 for a bad request', () => {
     register('--job-id', A);
-    expect(okRecord(runBin('mam-close', ['--job', A, '--request', 'deadline_timeout'], ws), { warnings: true })).toMatchObject({ status: 'error', detail: 'deadline_timeout' });
+    expect(okRecord(runBin('mam-close', ['--job', A, '--request', 'deadline_timeout'], ws), { warnings: true })).toMatchObject({
+      status: 'error',
+      detail: 'deadline_timeout',
+    });
     const before = readFileSync(recordFile(A));
     expect(failed(runBin('mam-close', ['--job', A, '--request', 'cancelled'], ws), 5)).toContain('refused');
     expect(readFileSync(recordFile(A))).toEqual(before);

@@ -21,13 +21,19 @@ afterEach(() => {
 
 /** `mam delegate … --json` as a user's script runs it (the broker is in this process: never block). */
 function delegate(ws: Workspace, args: string[], env: NodeJS.ProcessEnv = {}): Run {
-  const child = spawn(process.execPath, [binPath('mam'), 'delegate', '--json', ...args], { cwd: ws.root, env: { ...ws.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [binPath('mam'), 'delegate', '--json', ...args], {
+    cwd: ws.root,
+    env: { ...ws.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('close', (code) => resolve({ code, stdout, stderr })),
+  );
   return { child, done, stderr: () => stderr };
 }
 
@@ -36,7 +42,12 @@ const onlyRecord = (ws: Workspace) => {
   const file = readdirSync(dir).find((f) => /^[0-9a-f]{8}\.json$/.test(f))!;
   return JSON.parse(readFileSync(path.join(dir, file), 'utf8'));
 };
-const events = (stdout: string) => stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const events = (stdout: string) =>
+  stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -71,7 +82,11 @@ describe('mam delegate, end to end', () => {
     const ws = makeWorkspace(env);
     const r = await delegate(ws, ['--brief', 'hello', '--exec', AGENT]).done;
     expect(r.code).toBe(0);
-    expect(events(r.stdout).map((e) => e.event).filter((e) => e !== 'progress')).toEqual(['started', 'completed']);
+    expect(
+      events(r.stdout)
+        .map((e) => e.event)
+        .filter((e) => e !== 'progress'),
+    ).toEqual(['started', 'completed']);
     expect(onlyRecord(ws).status).toBe('completed');
     await noTimerLeft(ws);
   });
@@ -129,7 +144,11 @@ describe('mam delegate, end to end', () => {
     const secret = { MAM_DISPATCH_SECRET: 'delegate-remote-secret' };
     const a = makeWorkspace({ ...env, ...secret });
     const b = makeWorkspace({ ...env, ...secret });
-    const runner = spawn(process.execPath, [binPath('mam-remote'), 'run', '--session', 'dlg-remote', '--once', '--exec', AGENT], { cwd: b.root, env: b.env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const runner = spawn(process.execPath, [binPath('mam-remote'), 'run', '--session', 'dlg-remote', '--once', '--exec', AGENT], {
+      cwd: b.root,
+      env: b.env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     children.push(runner);
     let rs = '';
     await new Promise<void>((resolve) => runner.stderr!.on('data', (d: Buffer) => (rs += d.toString()).includes('SUBSCRIBED') && resolve()));

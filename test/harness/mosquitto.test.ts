@@ -22,9 +22,7 @@ describeWithBroker('mosquitto', 'mosquitto harness', () => {
 
     await pub.publishAsync('m/r', 'kept', { qos: 1, retain: true });
     const late = await connectPlainClient(broker.url);
-    expect(await collectMessages(late, 'm/r', { count: 1, timeoutMs: 3_000 })).toEqual([
-      { topic: 'm/r', payload: 'kept', retain: true, qos: 1 },
-    ]);
+    expect(await collectMessages(late, 'm/r', { count: 1, timeoutMs: 3_000 })).toEqual([{ topic: 'm/r', payload: 'kept', retain: true, qos: 1 }]);
     await Promise.all([sub.endAsync(), pub.endAsync(), late.endAsync()]);
     // The log goes to the temp dir, so a failing test can show what the broker saw.
     expect(readFileSync(broker.logPath, 'utf8')).toMatch(/New client connected/);

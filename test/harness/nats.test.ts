@@ -63,9 +63,7 @@ describeWithBroker('nats-server', 'nats-server MQTT harness', () => {
     await clear.endAsync();
 
     const late = await connectPlainClient(broker.url);
-    expect(await collectMessages(late, 'r/1', { count: 1, timeoutMs: 5_000 })).toEqual([
-      { topic: 'r/1', payload: 'kept', retain: true, qos: 1 },
-    ]);
+    expect(await collectMessages(late, 'r/1', { count: 1, timeoutMs: 5_000 })).toEqual([{ topic: 'r/1', payload: 'kept', retain: true, qos: 1 }]);
     await late.endAsync();
   });
 
@@ -95,9 +93,7 @@ describeWithBroker('nats-server', 'nats-server MQTT harness', () => {
       ],
     });
     // Bad credentials get CONNACK 5 "not authorized" from NATS.
-    await expect(connectPlainClient(broker.url, { username: 'agent', password: 'nope', reconnectPeriod: 0 })).rejects.toThrow(
-      /Not authorized/,
-    );
+    await expect(connectPlainClient(broker.url, { username: 'agent', password: 'nope', reconnectPeriod: 0 })).rejects.toThrow(/Not authorized/);
     const agent = await connectPlainClient(broker.url, { username: 'agent', password: 'agentpw' });
     const observer = await connectPlainClient(broker.url, { username: 'observer', password: 'obspw' });
     const got = await collectMessages(agent, 'python/#', {

@@ -68,7 +68,12 @@ export function useHeartbeatHarness() {
       const token = readRecord(ws, jobId).auth_token;
       client.on('message', (topic, payload) => {
         const parsed = parseWireJson(payload.toString('utf8'));
-        seen.push({ at: Date.now(), kind: topic.endsWith('/state') ? 'state' : 'events', payload: JSON.parse(payload.toString('utf8')), verified: verifyPayload(parsed, token) });
+        seen.push({
+          at: Date.now(),
+          kind: topic.endsWith('/state') ? 'state' : 'events',
+          payload: JSON.parse(payload.toString('utf8')),
+          verified: verifyPayload(parsed, token),
+        });
       });
       await client.subscribeAsync(`${TOPIC_ROOT}/${jobId}/+`, { qos: 1 });
       return () => seen;
@@ -82,7 +87,12 @@ export function useHeartbeatHarness() {
       extra: string[] = [],
       env: NodeJS.ProcessEnv = {},
     ): Promise<RunResult & { timerPid: number | undefined }> {
-      const r = await runBinAsync('mam-publish', ['--job', jobId, '--event', 'started', '--heartbeat', String(periodSec), '--watch-pid', String(watchPid), ...extra], ws, { env });
+      const r = await runBinAsync(
+        'mam-publish',
+        ['--job', jobId, '--event', 'started', '--heartbeat', String(periodSec), '--watch-pid', String(watchPid), ...extra],
+        ws,
+        { env },
+      );
       const timerPid = readTimerPid(ws, jobId);
       if (timerPid !== undefined) timerPids.add(timerPid);
       return { ...r, timerPid };
@@ -121,7 +131,7 @@ export function timersIn(root: string): number[] {
     .map(Number)
     .filter((pid) => {
       const argv = readProc(pid)?.argv ?? [];
-      return argv.some((a) => a.endsWith("mam-heartbeat.cjs")) && argv.some((a) => a.startsWith(root));
+      return argv.some((a) => a.endsWith('mam-heartbeat.cjs')) && argv.some((a) => a.startsWith(root));
     });
 }
 

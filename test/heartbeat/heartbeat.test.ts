@@ -94,12 +94,15 @@ describe('heartbeat timer (real processes, real broker)', () => {
     // The last beat came at most a period before the kill; then 1.5 s of silence ends the watch.
     expect(exitedAt! - killedAt).toBeGreaterThan(800);
     expect(exitedAt! - killedAt).toBeLessThan(3_500);
-    const printed = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { event: string; detail: string });
+    const printed = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { event: string; detail: string });
     expect(printed[0]!.event).toBe('started');
     expect(printed.filter((e) => e.detail === 'heartbeat').length).toBeGreaterThanOrEqual(6);
   });
 
-  it('a redispatch stops the old attempt\'s timer; the new attempt beats despite the old barrier', async () => {
+  it("a redispatch stops the old attempt's timer; the new attempt beats despite the old barrier", async () => {
     const broker = await startAedesBroker();
     const ws = h.workspace(broker);
     const job = await register(ws);
@@ -161,7 +164,7 @@ describe('heartbeat timer (real processes, real broker)', () => {
     expect(r.timerPid).toBeUndefined();
   });
 
-  it('gives up after the job\'s timeout_sec', async () => {
+  it("gives up after the job's timeout_sec", async () => {
     const broker = await startAedesBroker();
     const ws = h.workspace(broker);
     const job = await register(ws, ['--timeout', '1.5']);

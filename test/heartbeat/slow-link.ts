@@ -25,8 +25,7 @@ export function startSlowLink(targetPort: number, delayMs: number): Promise<Slow
         setTimeout(() => (s === client ? upstream : client).end(), delayMs + 5);
       });
     }
-    const delayed = (from: Socket, to: Socket) =>
-      from.on('data', (chunk: Buffer) => setTimeout(() => to.writable && to.write(chunk), delayMs));
+    const delayed = (from: Socket, to: Socket) => from.on('data', (chunk: Buffer) => setTimeout(() => to.writable && to.write(chunk), delayMs));
     delayed(client, upstream);
     delayed(upstream, client);
   });

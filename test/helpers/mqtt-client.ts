@@ -34,9 +34,7 @@ export function connectPlainClient(url: string, opts: IClientOptions = {}): Prom
   });
   const inbox: CollectedMessage[] = [];
   inboxes.set(client, inbox);
-  client.on('message', (topic, payload, packet) =>
-    inbox.push({ topic, payload: payload.toString('utf8'), retain: packet.retain, qos: packet.qos }),
-  );
+  client.on('message', (topic, payload, packet) => inbox.push({ topic, payload: payload.toString('utf8'), retain: packet.retain, qos: packet.qos }));
   return new Promise((resolve, reject) => {
     const fail = (err: Error) => {
       cleanup();

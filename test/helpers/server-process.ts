@@ -175,7 +175,11 @@ export async function startServer<X extends object>(
   }
   const port = ports[0] ?? 0;
   const broker: ServerTestBroker = {
-    url: `${scheme}://${HOST}:${port}`, host: HOST, port, dir, logPath,
+    url: `${scheme}://${HOST}:${port}`,
+    host: HOST,
+    port,
+    dir,
+    logPath,
     get pid() {
       return proc?.serverPid;
     },

@@ -22,7 +22,19 @@ describe('the sealed token and the signed dispatch', () => {
   });
 
   it('verifies with the secret only, never carries the token in clear, and is bound to its topic', () => {
-    const rec = { job_id: 'aaaa0001', brief: 'b', dispatch_token: 'f'.repeat(32), attempt_id: 1, last_seq: 0, auth_token: 'T0KEN-in-clear-xyz', heartbeat_sec: 30, heartbeat_misses: 4, ack_timeout_sec: 180, idle_timeout_sec: 120, timeout_sec: 3600 };
+    const rec = {
+      job_id: 'aaaa0001',
+      brief: 'b',
+      dispatch_token: 'f'.repeat(32),
+      attempt_id: 1,
+      last_seq: 0,
+      auth_token: 'T0KEN-in-clear-xyz',
+      heartbeat_sec: 30,
+      heartbeat_misses: 4,
+      ack_timeout_sec: 180,
+      idle_timeout_sec: 120,
+      timeout_sec: 3600,
+    };
     const text = wireJson(buildDispatch(rec as never, 's1', SECRET));
     expect(text).not.toContain('T0KEN-in-clear-xyz');
     const bytes = Buffer.from(text);
@@ -50,9 +62,9 @@ describe('two hosts through one broker', () => {
     return { a: makeWorkspace(env), b: makeWorkspace(env) };
   };
   // The broker runs in this process: anything that talks to it must be spawned without blocking
-// (runBinAsync); runBin is kept for commands that never connect.
+  // (runBinAsync); runBin is kept for commands that never connect.
 
-/** The runner of host B, in the background, as an operator would leave it. */
+  /** The runner of host B, in the background, as an operator would leave it. */
   // Each test has its own session name: a dispatch left retained by one test is not another's.
   let session = '';
   const runner = (b: Workspace, exec: string, extraEnv: NodeJS.ProcessEnv = {}) => {
@@ -78,17 +90,30 @@ describe('two hosts through one broker', () => {
     const { a, b } = hosts();
     const id = register(a);
     const dump = path.join(b.root, 'env.txt');
-    const r = runner(b, `env | grep -E '^(JOB_ID|MAM_JOB_BRIEF|MAM_PUBLISH_CMD|MAM_DISPATCH_TOKEN|MAM_ATTEMPT_ID)=' > ${dump}; $MAM_PUBLISH_CMD --event progress --detail halfway >/dev/null`);
+    const r = runner(
+      b,
+      `env | grep -E '^(JOB_ID|MAM_JOB_BRIEF|MAM_PUBLISH_CMD|MAM_DISPATCH_TOKEN|MAM_ATTEMPT_ID)=' > ${dump}; $MAM_PUBLISH_CMD --event progress --detail halfway >/dev/null`,
+    );
     await r.ready;
     const watch = runBinAsync('mam-subscribe', ['--job', id, '--remote', '--timeout', '30'], a);
     expect((await runBinAsync('mam-remote', ['dispatch', '--job', id, '--session', session], a)).code).toBe(0);
     const w: RunResult = await watch;
     expect(w.code).toBe(0);
-    expect(w.stdout.trim().split('\n').map((l) => JSON.parse(l).event)).toEqual(expect.arrayContaining(['started', 'progress', 'completed']));
+    expect(
+      w.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).event),
+    ).toEqual(expect.arrayContaining(['started', 'progress', 'completed']));
     expect(await r.exited).toBe(0);
     expect(record(a, id)).toMatchObject({ status: 'completed', transport: 'remote' });
     expect(record(b, id)).toMatchObject({ status: 'completed' });
-    const env = Object.fromEntries(readFileSync(dump, 'utf8').trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    const env = Object.fromEntries(
+      readFileSync(dump, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
     expect(env).toMatchObject({ JOB_ID: id, MAM_JOB_BRIEF: 'remote brief', MAM_DISPATCH_TOKEN: record(a, id).dispatch_token, MAM_ATTEMPT_ID: '1' });
     expect(env.MAM_PUBLISH_CMD).toMatch(new RegExp(`/bin/mam-publish\\.js --job ${id}$`));
     const late = await connectPlainClient(broker.url);
@@ -158,7 +183,9 @@ describe('two hosts through one broker', () => {
     expect(await r.exited).toBe(1);
     expect(Date.now() - started).toBeLessThan(8_000);
     expect(record(b, id).status).toBe('cancelled');
-    const published = readFileSync(path.join(b.root, '.mam/logs', id, 'events.ndjson'), 'utf8').split('\n').filter((l) => l.includes('"published"'));
+    const published = readFileSync(path.join(b.root, '.mam/logs', id, 'events.ndjson'), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"published"'));
     expect(published.map((l) => JSON.parse(l).event).filter((e: string) => e === 'completed' || e === 'error')).toEqual([]);
   });
 });
