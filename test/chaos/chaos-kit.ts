@@ -237,17 +237,7 @@ export function spawnAgent(ws: Workspace): Proc {
 
 // ---- small things ---------------------------------------------------------------------------
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `fn` until it returns true; false after `ms`. */
-export async function waitUntil(fn: () => boolean, ms: number, pollMs = 25): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (fn()) return true;
-    if (Date.now() >= deadline) return false;
-    await sleep(pollMs);
-  }
-}
+export { sleep, waitUntil } from '../helpers/wait.ts';
 
 /** Resident and peak memory of a process in KiB, from /proc (Linux). */
 export function memoryKiB(pid: number): { rss: number; hwm: number } {

@@ -11,7 +11,7 @@ import { signPayload } from '../../src/core/wire/signature.ts';
 import { startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
 import { makeWorkspace, type Workspace } from '../helpers/cli.ts';
 import { connectPlainClient } from '../helpers/mqtt-client.ts';
-import { killAll, runBin, sleep, spawnBin, spawnProc } from './chaos-kit.ts';
+import { killAll, runBin, sleep, spawnBin, spawnProc, waitUntil } from './chaos-kit.ts';
 import { bundleRegistry } from '../core/registry/fixtures/processes.ts';
 import { auditOf, checkRegistry, eventsFileOf, logDirOf, recordOf, registryDirOf } from './disk-invariants.ts';
 
@@ -157,7 +157,7 @@ describe('defect 3: the remote runner dropped replayed dispatches and forged can
     const id = (JSON.parse((await runBin('mam-register', ['--brief', 'b'], delegator)).stdout) as { job_id: string }).job_id;
     expect((await runBin('mam-remote', ['dispatch', '--job', id, '--session', 'R'], delegator)).code).toBe(0);
     // While it runs: a cancel signed with a token that is not the job's.
-    expect(await waitFor(() => existsSync(ranLog), 10_000)).toBe(true);
+    expect(await waitUntil(() => existsSync(ranLog), 10_000)).toBe(true);
     const forged = signPayload(
       buildStatePayload({
         jobId: id,
@@ -171,10 +171,10 @@ describe('defect 3: the remote runner dropped replayed dispatches and forged can
       'not-the-token',
     );
     await attacker.publishAsync(`python/mqtt/jobs/${id}/state`, wireJson(forged), { qos: 1 });
-    expect(await waitFor(() => recordOf(host, id).status === 'completed', 15_000), runner.stderr).toBe(true);
+    expect(await waitUntil(() => recordOf(host, id).status === 'completed', 15_000), runner.stderr).toBe(true);
     // Then the real dispatch again, byte for byte.
     await attacker.publishAsync(`python/mqtt/jobs/${id}/dispatch`, copies[0]!, { qos: 1 });
-    expect(await waitFor(() => auditOf(host, id).some((l) => l.type === 'rejected' && l.reason === 'replay'), 10_000), runner.stderr).toBe(true);
+    expect(await waitUntil(() => auditOf(host, id).some((l) => l.type === 'rejected' && l.reason === 'replay'), 10_000), runner.stderr).toBe(true);
     await attacker.endAsync(true);
     expect(readFileSync(ranLog, 'utf8')).toBe(`${id}\n`);
     expect(
@@ -185,15 +185,6 @@ describe('defect 3: the remote runner dropped replayed dispatches and forged can
     expect(runner.stderr).toMatch(/"reason":"replay".*"msg":"dispatch rejected"/);
   });
 });
-
-async function waitFor(fn: () => boolean, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (!fn()) {
-    if (Date.now() > deadline) return false;
-    await sleep(50);
-  }
-  return true;
-}
 
 /** A `--require` shim that moves a process's wall clock (Date.now, new Date()) by `offsetMs`, as libfaketime would. */
 function clockShim(offsetMs: number): string {

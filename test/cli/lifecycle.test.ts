@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import pkg from '../../package.json' with { type: 'json' };
-import { REPO_ROOT, type RunResult, type Workspace, makeWorkspace, runBin } from '../helpers/cli.ts';
+import { type RunResult, type Workspace, makeWorkspace, runBin } from '../helpers/cli.ts';
 
 let ws: Workspace;
 beforeEach(() => {
@@ -203,14 +203,6 @@ describe('every bin', () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/^Usage: /);
     expect(runBin(bin, ['--version'], ws)).toMatchObject({ code: 0, stdout: `${pkg.version}\n` });
-  });
-
-  // Commands still stubbed in this version (src/bin/<bin>.ts builds them with notYet) must say so.
-  const stubs = bins.filter((bin) => readFileSync(path.join(REPO_ROOT, 'src', 'bin', `${bin}.ts`), 'utf8').includes('notYet('));
-  it.each(stubs.length > 0 ? stubs : ['(none left)'])('%s, not provided yet, says so: exit 1', (bin) => {
-    if (!stubs.includes(bin)) return;
-    expect(failed(runBin(bin, ['--job', A], ws), 1)).toMatch(/not available/);
-    expect(failed(runBin('mam', [bin.replace(/^mam-/, ''), '--job', A], ws), 1)).toMatch(/not available/);
   });
 
   it('mam with an unknown verb is a usage error', () => {

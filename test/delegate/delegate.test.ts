@@ -5,6 +5,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type TestBroker, startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
 import { REPO_ROOT, type Workspace, binPath, makeWorkspace } from '../helpers/cli.ts';
 import { freePort } from '../helpers/free-port.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const AGENT = path.join(REPO_ROOT, 'examples/fake-agent.sh');
 
@@ -61,12 +62,9 @@ const noTimerLeft = async (ws: Workspace) => {
   const dir = path.join(ws.root, '.mam/jobs');
   for (const f of readdirSync(dir).filter((n) => n.endsWith('.heartbeat.pid'))) {
     const pid = Number(readFileSync(path.join(dir, f), 'utf8'));
-    for (let i = 0; i < 50 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+    await waitUntil(() => !alive(pid), 5_000, 100);
     expect(alive(pid)).toBe(false);
   }
-};
-const waitFor = async (cond: () => boolean, ms: number) => {
-  for (let t = 0; t < ms && !cond(); t += 100) await new Promise((r) => setTimeout(r, 100));
 };
 
 describe('mam delegate, end to end', () => {
@@ -121,7 +119,7 @@ describe('mam delegate, end to end', () => {
     const ws = makeWorkspace(env);
     const pidFile = path.join(ws.root, 'agent.pid');
     const run = delegate(ws, ['--brief', 'b', '--exec', `echo $$ > ${pidFile}; $MAM_PUBLISH_CMD --event started >/dev/null; exec sleep 30`]);
-    await waitFor(() => existsSync(path.join(ws.root, '.mam/jobs')) && onlyRecordSafe(ws)?.status === 'running', 15_000);
+    await waitUntil(() => existsSync(path.join(ws.root, '.mam/jobs')) && onlyRecordSafe(ws)?.status === 'running', 15_000);
     run.child.kill('SIGINT');
     const r = await run.done;
     expect(r.code).toBe(1);

@@ -137,14 +137,4 @@ export function timersIn(root: string): number[] {
 
 export const beats = (seen: Seen[]): Seen[] => seen.filter((s) => s.kind === 'events' && s.payload.detail === 'heartbeat');
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `fn` until it is true or `ms` pass; returns whether it became true. */
-export async function waitUntil(fn: () => boolean, ms: number, pollMs = 20): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (!fn()) {
-    if (Date.now() >= deadline) return false;
-    await sleep(pollMs);
-  }
-  return true;
-}
+export { sleep, waitUntil } from '../helpers/wait.ts';

@@ -115,3 +115,26 @@ export function topicMatches(filter: string, topic: string): boolean {
   }
   return f.length === t.length;
 }
+
+/** The topic level under which `wireFence` markers travel; tests drop them from what they check. */
+export const FENCE_LEVEL = 'test-fence';
+
+/**
+ * Returns once everything the broker took before the call has reached `client`: the client's own
+ * marker, published on `<topicPrefix>/test-fence` (which `client` must be subscribed to), comes back
+ * behind it. A negative check ("nothing more arrived") waits for the fence, never for a while.
+ * Returns the messages received before the marker, markers left out.
+ */
+export async function wireFence(client: MqttClient, topicPrefix: string, timeoutMs = 5_000): Promise<CollectedMessage[]> {
+  const marker = randomBytes(8).toString('hex');
+  const topic = `${topicPrefix}/${FENCE_LEVEL}`;
+  const inbox = receivedMessages(client);
+  await client.publishAsync(topic, marker, { qos: 1 });
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const at = inbox.findIndex((m) => m.topic === topic && m.payload === marker);
+    if (at >= 0) return inbox.slice(0, at).filter((m) => !m.topic.endsWith(`/${FENCE_LEVEL}`));
+    if (Date.now() >= deadline) throw new Error(`wireFence: the marker on ${topic} did not come back within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

@@ -2,8 +2,8 @@ import type { MqttClient } from 'mqtt';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type TestBroker, startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
 import { type RunResult, type Workspace, makeWorkspace, runBinAsync } from '../helpers/cli.ts';
-import { connectPlainClient, receivedMessages } from '../helpers/mqtt-client.ts';
-import { TOPIC_ROOT, auditOf, auditText, brokerWorkspace, deadPort, plain, publish, publishOk, recordOf, register, sleep } from './publish-fixtures.ts';
+import { FENCE_LEVEL, connectPlainClient, receivedMessages, wireFence } from '../helpers/mqtt-client.ts';
+import { TOPIC_ROOT, auditOf, auditText, brokerWorkspace, deadPort, plain, publish, publishOk, recordOf, register } from './publish-fixtures.ts';
 
 /**
  * `mam-publish` when things go wrong (contract §1 exit codes, §3 retries and scrubbing): the disk
@@ -125,7 +125,7 @@ describe('mam-publish refusals and usage errors', () => {
     usageWs.cleanup();
     await tap.endAsync(true);
   });
-  const wireFor = (id: string) => receivedMessages(tap).filter((m) => m.topic.startsWith(`${TOPIC_ROOT}/${id}/`));
+  const wireFor = (id: string) => receivedMessages(tap).filter((m) => m.topic.startsWith(`${TOPIC_ROOT}/${id}/`) && !m.topic.endsWith(`/${FENCE_LEVEL}`));
 
   it.concurrent.each([
     ['--data not an object', 'progress', ['--data', '[1,2]'], /--data: must be a JSON object/],
@@ -146,7 +146,7 @@ describe('mam-publish refusals and usage errors', () => {
     expect(failedWith(await publish(usageWs, id, event, ...args), 64)).toMatch(message);
     expect(recordOf(usageWs, id)).toMatchObject({ status: 'pending', last_seq: 0 });
     expect(auditOf(usageWs, id).map((l) => l.type)).toEqual(['registered']);
-    await sleep(100);
+    await wireFence(tap, `${TOPIC_ROOT}/${id}`);
     expect(wireFor(id)).toEqual([]);
   });
 
@@ -170,7 +170,7 @@ describe('mam-publish refusals and usage errors', () => {
     const audit = auditOf(ws, id);
     expect(audit.filter((l) => l.type === 'refused')).toHaveLength(4);
     expect(audit.filter((l) => l.type === 'published')).toHaveLength(2);
-    await sleep(300);
+    await wireFence(tap, `${TOPIC_ROOT}/${id}`);
     expect(wireFor(id)).toHaveLength(4);
   });
 
@@ -188,7 +188,7 @@ describe('mam-publish refusals and usage errors', () => {
     const ok = await publishOk(ws, id, 'completed', '--expect-dispatch-token', rec.dispatch_token);
     expect(plain(ok.stdout)).toMatchObject({ seq: 2, event: 'completed' });
     await vi.waitFor(() => expect(wireFor(id)).toHaveLength(4));
-    await sleep(200);
+    await wireFence(tap, `${TOPIC_ROOT}/${id}`);
     expect(wireFor(id).map((m) => plain(m.payload).seq)).toEqual([1, 1, 2, 2]);
   });
 

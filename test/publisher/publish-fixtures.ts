@@ -109,5 +109,3 @@ export function pythonVerifies(wire: string, token: string): boolean {
   const out = execFileSync('python3', ['-c', PY_VERIFY], { input: JSON.stringify({ wire, token }), encoding: 'utf8', timeout: 20_000 });
   return out.trim() === 'ok';
 }
-
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

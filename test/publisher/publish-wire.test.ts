@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseWireJson } from '../../src/core/wire/canonical-json.ts';
 import { verifyPayload } from '../../src/core/wire/signature.ts';
 import { type TestBroker, describeWithBroker, startAedesBroker, startMosquitto, useBrokerCleanup } from '../helpers/brokers.ts';
-import { type CollectedMessage, collectMessages, connectPlainClient, receivedMessages } from '../helpers/mqtt-client.ts';
+import { type CollectedMessage, collectMessages, connectPlainClient, receivedMessages, wireFence } from '../helpers/mqtt-client.ts';
 import {
   TOPIC_ROOT,
   auditOf,
@@ -16,7 +16,6 @@ import {
   pythonVerifies,
   recordOf,
   register,
-  sleep,
   stateTopicOf,
 } from './publish-fixtures.ts';
 
@@ -32,11 +31,10 @@ async function tap(broker: TestBroker, id: string): Promise<MqttClient> {
   return client;
 }
 
-async function waitForCount(client: MqttClient, n: number): Promise<CollectedMessage[]> {
+async function waitForCount(client: MqttClient, id: string, n: number): Promise<CollectedMessage[]> {
   await vi.waitFor(() => expect(receivedMessages(client).length).toBeGreaterThanOrEqual(n), { timeout: 5_000 });
   // Nothing more may follow: exactly event + state per publish.
-  await sleep(300);
-  return receivedMessages(client);
+  return wireFence(client, `${TOPIC_ROOT}/${id}`);
 }
 
 function wireTests(start: () => Promise<TestBroker>): void {
@@ -53,7 +51,7 @@ function wireTests(start: () => Promise<TestBroker>): void {
     const events = ['started', 'progress', 'permission_required', 'completed'];
     const stdouts: string[] = [];
     for (const event of events) stdouts.push((await publishOk(ws, id, event, '--detail', `step ${event}`)).stdout);
-    const got = await waitForCount(client, 2 * events.length);
+    const got = await waitForCount(client, id, 2 * events.length);
     await client.endAsync();
     expect(got).toHaveLength(2 * events.length);
 
@@ -131,7 +129,7 @@ function wireTests(start: () => Promise<TestBroker>): void {
       const r = await publishOk(ws, id, event, '--detail', `token is ${rec.auth_token} here`, '--data', JSON.stringify({ note: 'n' }));
       outputs.push(r.stdout, r.stderr);
     }
-    const got = await waitForCount(client, 6);
+    const got = await waitForCount(client, id, 6);
     await client.endAsync();
     const everything = [...got.map((m) => m.payload), ...outputs, auditText(ws, id)].join('\n');
     expect(everything).not.toContain(rec.auth_token);
@@ -154,7 +152,7 @@ function wireTests(start: () => Promise<TestBroker>): void {
       .map((l) => l.seq as number);
     expect([...audited].sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7]);
 
-    const got = await waitForCount(client, 14);
+    const got = await waitForCount(client, id, 14);
     await client.endAsync();
     expect(got).toHaveLength(14);
     const wireEvents = got.filter((m) => m.topic === eventsTopicOf(id)).map((m) => plain(m.payload));
@@ -191,7 +189,7 @@ describe.skipIf(!hasPython())('mam-publish: Python verifies what went on the wir
     // Written by hand: JSON.stringify would already have re-spelled 1e16 and 1.0.
     const data = '{"ratio": 0.5, "tiny": 1e-7, "big": 1e16, "one": 1.0, "count": 3, "nested": {"\u00e9": ["😀", null, true]}, "z": "ünïcode"}';
     await publishOk(ws, id, 'progress', '--detail', 'café — 😀 "quoted" \\ back', '--data', data);
-    const got = await waitForCount(client, 2);
+    const got = await waitForCount(client, id, 2);
     await client.endAsync();
     expect(got).toHaveLength(2);
     for (const m of got) {

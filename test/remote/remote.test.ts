@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildDispatch, verifyDispatch } from '../../src/core/remote/dispatch-payload.ts';
 import { openToken, sealToken } from '../../src/core/remote/token-envelope.ts';
 import { wireJson } from '../../src/core/wire/canonical-json.ts';
@@ -141,7 +141,7 @@ describe('two hosts through one broker', () => {
     const forged = runner(b, `echo x >> ${marker}`, { MAM_DISPATCH_SECRET: 'not-the-same-secret' });
     await forged.ready;
     expect((await runBinAsync('mam-remote', ['dispatch', '--job', id, '--session', session], a)).code).toBe(0);
-    await new Promise((r) => setTimeout(r, 1500));
+    await vi.waitFor(() => expect(forged.stderr()).toMatch(/"reason":"hmac".*"msg":"dispatch rejected"/), { timeout: 10_000 });
     expect(existsSync(marker)).toBe(false);
     children.splice(0).forEach((c) => c.kill('SIGKILL'));
     // Capture the genuine dispatch, let it run once, then put it back retained: it must not run again.
@@ -153,7 +153,7 @@ describe('two hosts through one broker', () => {
     await spy.publishAsync(`python/mqtt/jobs/${id}/dispatch`, dispatch!.payload, { qos: 1, retain: true });
     const again = runner(b, `echo x >> ${marker}`);
     await again.ready;
-    await new Promise((r) => setTimeout(r, 1500));
+    await vi.waitFor(() => expect(again.stderr()).toMatch(/"reason":"replay".*"msg":"dispatch rejected"/), { timeout: 10_000 });
     spy.end(true);
     expect(readFileSync(marker, 'utf8')).toBe('x\n');
   });

@@ -163,8 +163,9 @@ describe('mam-subscribe exit codes (embedded broker)', () => {
     const mixed = startWatcher(ws, ['--job', a, '--job', c]);
     await Promise.all([both.subscribed(), mixed.subscribed()]);
     await publishOk(ws, a, 'completed');
-    // One job done is not the end of the watch.
-    await new Promise((r) => setTimeout(r, 300));
+    // One job done is not the end of the watch: both still print what comes after it.
+    await Promise.all([publishOk(ws, b, 'progress'), publishOk(ws, c, 'progress')]);
+    await vi.waitFor(() => expect([both.lines().length, mixed.lines().length]).toEqual([2, 2]));
     expect(both.running).toBe(true);
     expect(mixed.running).toBe(true);
     await Promise.all([publishOk(ws, b, 'completed'), publishOk(ws, c, 'error')]);
@@ -176,13 +177,13 @@ describe('mam-subscribe exit codes (embedded broker)', () => {
         .events()
         .map((e) => `${e.job_id} ${e.event}`)
         .sort(),
-    ).toEqual([`${a} completed`, `${b} completed`]);
+    ).toEqual([`${a} completed`, `${b} completed`, `${b} progress`]);
     expect(
       mixed
         .events()
         .map((e) => `${e.job_id} ${e.event}`)
         .sort(),
-    ).toEqual([`${a} completed`, `${c} error`]);
+    ).toEqual([`${a} completed`, `${c} error`, `${c} progress`]);
   });
 
   it('unknown job → 66; bad flags → 64; one line on stderr, nothing on stdout', async () => {

@@ -5,7 +5,8 @@ import { describe, expect, it, vi } from 'vitest';
 import { type TestBroker, describeWithBroker, startAedesBroker, startMosquitto, useBrokerCleanup } from '../helpers/brokers.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 import { tempDirForTest } from '../helpers/temp-dir.ts';
-import { auditOf, brokerWorkspace, publish, publishOk, register, sleep } from '../publisher/publish-fixtures.ts';
+import { auditOf, brokerWorkspace, publish, publishOk, register } from '../publisher/publish-fixtures.ts';
+import { sleep } from '../helpers/wait.ts';
 import { startWatcher, stderrBesidesSubscribed } from './watcher.ts';
 
 /**

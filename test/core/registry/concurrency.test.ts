@@ -5,6 +5,7 @@ import { NothingPickable } from '../../../src/core/errors.ts';
 import { jobRecordSchema } from '../../../src/core/registry/job-record.ts';
 import { readPickIndex, recordSetDigest } from '../../../src/core/registry/pick-index.ts';
 import { Registry } from '../../../src/core/registry/registry.ts';
+import { sleep } from '../../helpers/wait.ts';
 import { makeWorkspace, runBinAsync, type Workspace } from '../../helpers/cli.ts';
 import { REGISTRY_WORKER, allAuditLines, bundleRegistry, mulberry32, printedJobIds, spawnBin, spawnNode, type Spawned } from './fixtures/processes.ts';
 import { input } from './registry-fixtures.ts';
@@ -17,8 +18,6 @@ beforeEach(() => {
   registry = new Registry({ registryDir: path.join(ws.root, '.mam', 'jobs'), logDir: path.join(ws.root, '.mam', 'logs') }, () => undefined);
 });
 afterEach(() => ws.cleanup());
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function registerInProcess(n: number): Promise<string[]> {
   const ids: string[] = [];

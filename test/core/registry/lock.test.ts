@@ -1,10 +1,9 @@
 import { existsSync, mkdirSync, utimesSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { sleep } from '../../helpers/wait.ts';
 import { withRegistryLock } from '../../../src/core/registry/lock.ts';
 import { tempDirForTest } from '../../helpers/temp-dir.ts';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function staleLock(): { dir: string; lock: string } {
   const dir = tempDirForTest('mam-lock-');

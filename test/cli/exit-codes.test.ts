@@ -1,0 +1,90 @@
+import { CommanderError } from 'commander';
+import { describe, expect, it } from 'vitest';
+import { ExitCode, delegationExit, exitCodeOf, reportError, runnerExit, watchExit } from '../../src/cli/exit-codes.ts';
+import type { DelegationOutcome } from '../../src/core/delegate/delegation.ts';
+import { ConfigError, CorruptRecord, LockTimeout, MamError, NoSuchJob, NothingPickable, TransitionRefused, UsageError } from '../../src/core/errors.ts';
+import { BrokerRefusedConnection, BrokerUnreachable, SubscriptionRefused } from '../../src/core/mqtt/broker-errors.ts';
+import type { WatchOutcome } from '../../src/core/subscriber/subscriber.ts';
+
+/** The one map from the core's errors and outcomes to the contract's exit codes (§1). */
+
+describe('exitCodeOf', () => {
+  it.each<[string, unknown, number]>([
+    ['a usage error', new UsageError('x'), 64],
+    ['no such job', new NoSuchJob('abcd1234'), 66],
+    ['nothing pickable', new NothingPickable('S'), 4],
+    ['a refused transition', new TransitionRefused('abcd1234', 'job is already completed'), 5],
+    ['a broker that cannot be reached (a dispatch)', new BrokerUnreachable('mqtt://h:1', 'ECONNREFUSED'), 2],
+    ['a refused CONNACK (a publish)', new BrokerRefusedConnection('mqtt://h:1', 'u', 5), 2],
+    ['a corrupt record', new CorruptRecord('/r/x.json', 'not JSON'), 1],
+    ['a lock timeout', new LockTimeout('/r/.lock', 'registry', 30_000), 1],
+    ['configuration', new ConfigError('MQTT_PORT="x": expected a whole number'), 1],
+    ['any other MAM error', new MamError('x'), 1],
+    ['a bug', new TypeError('x is undefined'), 1],
+    ['--help', new CommanderError(0, 'commander.helpDisplayed', ''), 0],
+    ['an unknown option', new CommanderError(1, 'commander.unknownOption', ''), 64],
+  ])('%s → %i', (_label, err, code) => {
+    expect(exitCodeOf(err)).toBe(code);
+  });
+
+  it('reportError writes one ERROR line (the first of a multi-line message), no stack without MAM_DEBUG', () => {
+    let out = '';
+    const code = reportError(new MamError('first line\nsecond line'), (t) => (out += t));
+    expect(code).toBe(1);
+    expect(out).toBe('ERROR: first line\n');
+  });
+});
+
+const outcome = (o: Partial<WatchOutcome>): WatchOutcome => ({
+  reason: 'all_completed',
+  monitor: false,
+  unresolved: [],
+  broker: 'mqtt://127.0.0.1:1883',
+  ...o,
+});
+
+describe('watchExit (contract §4)', () => {
+  it.each<[string, Partial<WatchOutcome>, number, RegExp | undefined]>([
+    ['every job completed', { reason: 'all_completed' }, 0, undefined],
+    ['a job failed', { reason: 'job_failed' }, 1, undefined],
+    ['a --job watch interrupted', { reason: 'stopped' }, 1, undefined],
+    ['a monitor stopped', { reason: 'stopped', monitor: true }, 0, undefined],
+    ['a wall-clock timeout', { reason: 'wall_timeout', jobId: 'abcd1234' }, 2, /^job abcd1234: wall-clock timeout$/],
+    ['an idle timeout', { reason: 'idle_timeout', jobId: 'abcd1234' }, 2, /^job abcd1234: idle timeout$/],
+    [
+      'no broker',
+      { reason: 'broker_unreachable', unresolved: ['abcd1234'] },
+      3,
+      /^ERROR: broker mqtt:\/\/127\.0\.0\.1:1883 unreachable; unresolved: abcd1234$/,
+    ],
+    [
+      'a denied subscription',
+      { reason: 'broker_refused', failure: new SubscriptionRefused('mqtt://h:1', ['t/+/+']) },
+      3,
+      /^ERROR: broker mqtt:\/\/h:1 refused the subscription to t\/\+\/\+$/,
+    ],
+  ])('%s → %i', (_label, o, code, line) => {
+    const exit = watchExit(outcome(o));
+    expect(exit.code).toBe(code);
+    if (line) expect(exit.line).toMatch(line);
+    else expect(exit.line).toBeUndefined();
+  });
+});
+
+describe('delegationExit (contract §1, mam delegate)', () => {
+  it.each<[DelegationOutcome['end'], number]>([
+    ['completed', ExitCode.ok],
+    ['failed', ExitCode.failure],
+    ['agent_blocked', ExitCode.failure],
+    ['agent_exited', ExitCode.failure],
+    ['cancelled', ExitCode.failure],
+    ['deadline_timeout', ExitCode.notDelivered],
+    ['broker_unreachable', ExitCode.brokerDown],
+  ])('%s → %i', (end, code) => {
+    expect(delegationExit({ jobId: 'abcd1234', end, status: 'error', watch: outcome({}) })).toBe(code);
+  });
+
+  it('mam-remote run: --once completed 0, failed 1; stopped 0', () => {
+    expect([runnerExit('completed'), runnerExit('failed'), runnerExit('stopped')]).toEqual([0, 1, 0]);
+  });
+});
