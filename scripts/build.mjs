@@ -2,7 +2,9 @@
 // event, and start-up is most of its cost. Measured on the publish path: one CommonJS file per bin
 // starts ~100 ms faster than ESM with shared chunks (no module graph to resolve and link), and
 // dynamic imports still defer the evaluation of code a command does not run.
-import { readFileSync, readdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, readdirSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -43,4 +45,14 @@ for (const f of readdirSync(path.join(root, 'dist')).filter((f) => f.endsWith('.
     console.error(`build: dist/${f} holds a dynamic import(), which bin/load-bundle.cjs cannot run; load that module with createRequire`);
     process.exit(1);
   }
+}
+
+// The library API (package.json `exports`): ESM and declarations in dist/lib, compiled by tsc, not
+// bundled, since its dependencies are the package's own and a program that embeds MAM shares them.
+// Emptied first, so that no module of an earlier layout ships.
+rmSync(path.join(root, 'dist/lib'), { recursive: true, force: true });
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+if (spawnSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json')], { stdio: 'inherit' }).status !== 0) {
+  console.error('build: tsc -p tsconfig.build.json failed (the library API in dist/lib)');
+  process.exit(1);
 }
