@@ -15,6 +15,8 @@ export const VERBS: Record<string, { summary: string; load: () => Promise<Comman
   show: { summary: "print one job's record", load: async () => (await import('./commands/show.ts')).showCommand },
   redispatch: { summary: 'make a job pending again as a new attempt', load: async () => (await import('./commands/redispatch.ts')).redispatchCommand },
   broker: { summary: 'run an embedded MQTT broker on this machine', load: async () => (await import('./commands/broker.ts')).brokerCommand },
+  brief: { summary: "print a job's prompt: how to report, then the brief", load: async () => (await import('./commands/brief.ts')).briefCommand },
+  hook: { summary: "publish what an agent's hook reports as a signed event", load: async () => (await import('./commands/hook.ts')).hookCommand },
   delegate: {
     summary: 'register, launch, watch and close a job in one command',
     load: async () => (await import('./commands/delegate.ts')).delegateCommand,

@@ -1,7 +1,9 @@
 import { CommanderError } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { closeCommand } from '../../src/cli/commands/close.ts';
+import { briefCommand } from '../../src/cli/commands/brief.ts';
 import { delegateCommand } from '../../src/cli/commands/delegate.ts';
+import { hookCommand } from '../../src/cli/commands/hook.ts';
 import { jobsCommand } from '../../src/cli/commands/jobs.ts';
 import { pickCommand } from '../../src/cli/commands/pick.ts';
 import { publishCommand } from '../../src/cli/commands/publish.ts';
@@ -121,6 +123,11 @@ const accepted: Row[] = [
   ['remote dispatch', remoteCommand, ['dispatch', '--job', J, '--session', 'h1'], { job: J, session: 'h1' }],
   ['remote run', remoteCommand, ['run', '--session', 'h1', '--exec', 'x', '--once'], { session: 'h1', exec: 'x', once: true }],
   ['remote run: --once defaults to off', remoteCommand, ['run', '--session', 'h1', '--exec', 'x'], { once: false }],
+  ['remote run: a preset', remoteCommand, ['run', '--session', 'h1', '--agent', 'codex'], { agent: 'codex' }],
+  ['delegate: a preset in a tmux pane', delegateCommand, ['--brief', 'b', '--agent', 'claude', '--pane', 'tmux'], { agent: 'claude', pane: 'tmux' }],
+  ['brief', briefCommand, ['--job', J, '--preamble-only'], { job: J, preambleOnly: true }],
+  ['hook: claude, fenced', hookCommand, ['--from', 'claude', '--job', J, '--attempt-id', '2'], { from: 'claude', job: J, attemptId: 2 }],
+  ['hook: the wrapper at exit', hookCommand, ['--from', 'wrapper', '--job', J, '--on', 'exit', '--exit-code', '7'], { on: 'exit', exitCode: 7 }],
 ];
 
 const refused: Array<[label: string, spec: CommandSpec<never>, argv: string[], message: RegExp]> = [
@@ -139,8 +146,14 @@ const refused: Array<[label: string, spec: CommandSpec<never>, argv: string[], m
   ['subscribe: both --job and --all', subscribeCommand, ['--all', '--job', J], /exclusive/],
   ['subscribe: a timeout that is not a number', subscribeCommand, ['--job', J, '--timeout', 'soon'], /--timeout/],
   ['close: an unknown request', closeCommand, ['--job', J, '--request', 'later'], /--request/],
-  ['delegate: neither --exec nor --remote', delegateCommand, ['--brief', 'b'], /exactly one of --exec and --remote/],
-  ['delegate: both --exec and --remote', delegateCommand, ['--brief', 'b', '--exec', 'x', '--remote', 'y'], /exactly one of --exec and --remote/],
+  ['delegate: no agent at all', delegateCommand, ['--brief', 'b'], /exactly one of --agent, --exec and --remote/],
+  ['delegate: both --exec and --remote', delegateCommand, ['--brief', 'b', '--exec', 'x', '--remote', 'y'], /exactly one of --agent, --exec and --remote/],
+  ['delegate: both --agent and --exec', delegateCommand, ['--brief', 'b', '--agent', 'claude', '--exec', 'x'], /exactly one of --agent, --exec and --remote/],
+  ['delegate: an unknown preset', delegateCommand, ['--brief', 'b', '--agent', 'cursor'], /--agent/],
+  ['delegate: a pane for a remote job', delegateCommand, ['--brief', 'b', '--remote', 'h', '--pane', 'tmux'], /--pane: only for a local agent/],
+  ['delegate: a pane of another kind', delegateCommand, ['--brief', 'b', '--exec', 'x', '--pane', 'screen'], /--pane/],
+  ['remote run: neither --agent nor --exec', remoteCommand, ['run', '--session', 'h1'], /exactly one of --agent and --exec/],
+  ['hook: an exit code that is no number', hookCommand, ['--from', 'wrapper', '--job', J, '--on', 'exit', '--exit-code', 'x'], /--exit-code/],
   ['remote run: a session with a space', remoteCommand, ['run', '--session', 'a b', '--exec', 'x'], /--session: no spaces/],
 ];
 

@@ -1,4 +1,6 @@
 import * as z from 'zod/mini';
+import { AGENT_NAMES } from '../../core/agents/presets.ts';
+import { UsageError } from '../../core/errors.ts';
 import { publicView } from '../../core/registry/job-record.ts';
 import { loadContext, warnIfPublicSandbox } from '../context.ts';
 import { runnerExit } from '../exit-codes.ts';
@@ -13,7 +15,13 @@ const session = z
   .check(z.regex(/^[^\s]+$/, 'no spaces'));
 
 const dispatchOptions = z.object({ job: jobIdFlag, session, registry: z.optional(z.string()) });
-const runOptions = z.object({ session, exec: z.string().check(z.minLength(1)), once: z._default(z.boolean(), false), registry: z.optional(z.string()) });
+const runOptions = z.object({
+  session,
+  exec: z.optional(z.string().check(z.minLength(1))),
+  agent: z.optional(z.enum(AGENT_NAMES)),
+  once: z._default(z.boolean(), false),
+  registry: z.optional(z.string()),
+});
 
 const dispatchCommand = defineCommand({
   name: 'dispatch',
@@ -34,16 +42,21 @@ const runCommand = defineCommand({
   configure: (cmd) =>
     registryOption(cmd)
       .requiredOption('--session <name>', 'the session this runner serves')
-      .requiredOption('--exec <cmd>', 'the agent command, run through sh -c')
+      .option('--agent <name>', `a known agent CLI: ${AGENT_NAMES.join(' | ')}`)
+      .option('--exec <cmd>', 'any other agent command, run through sh -c (its prompt on stdin)')
       .option('--once', 'run one job, then exit 0 if it completed, else 1'),
-  parse: (raw) => parseOptions(runOptions, raw),
+  parse(raw) {
+    const opts = parseOptions(runOptions, raw);
+    if ((opts.agent === undefined) === (opts.exec === undefined)) throw new UsageError('exactly one of --agent and --exec is required');
+    return opts;
+  },
   async run(opts) {
     const { config, registry } = loadContext(opts);
     await warnIfPublicSandbox(config);
     const [{ RemoteRunner }, { createLogger }] = await Promise.all([import('../../core/remote/runner.ts'), import('../../core/log.ts')]);
     const runner = new RemoteRunner(config, registry, {
       session: opts.session,
-      exec: opts.exec,
+      agent: opts.agent !== undefined ? { agent: opts.agent } : { exec: opts.exec! },
       once: opts.once,
       log: createLogger('mam-remote', config.logLevel),
       stopSignal: stopSignal(),

@@ -1,4 +1,4 @@
-import { publishCommandLine } from '../bin-path.ts';
+import { type AgentChoice, prepareLaunch } from '../agents/agent-launch.ts';
 import type { MamConfig } from '../config/config.ts';
 import type { Logger } from '../log.ts';
 import { isLoopback } from '../mqtt/broker-target.ts';
@@ -10,11 +10,22 @@ import { Subscriber, type SubscribeOptions, type WatchOutcome } from '../subscri
 import { type CloseRequest, type TerminalStatus, isTerminalStatus, terminalStatusOf } from '../vocabulary.ts';
 import { brokerAnswers } from './broker-probe.ts';
 
+/** A running agent, as a process or in a tmux pane: both end and are stopped the same way. */
+export interface RunningAgent {
+  readonly exited: Promise<AgentExit>;
+  stop(): Promise<AgentExit>;
+}
+
+/** Starts an agent in a terminal pane (`--pane tmux`; src/core/panes/), instead of a plain process. */
+export type PaneStarter = (jobId: string, launch: { command: string; env: NodeJS.ProcessEnv; terminalPrompt?: string | undefined }) => Promise<RunningAgent>;
+
 export interface DelegateOptions {
   job: Omit<RegisterInput, 'transport'>;
-  /** Exactly one: a local command, or a remote runner's session. */
-  exec?: string | undefined;
+  /** Exactly one: a local agent (a preset or a command line), or a remote runner's session. */
+  agent?: AgentChoice | undefined;
   remoteSession?: string | undefined;
+  /** Run the local agent in a pane rather than as a child process. */
+  pane?: PaneStarter | undefined;
   embeddedBroker: boolean;
   write: (text: string) => void;
   format: (payload: unknown) => string;
@@ -26,6 +37,8 @@ export interface DelegateOptions {
   onStatus?: (status: DelegationStatus) => void;
   /** No broker answered on loopback, and the embedded one was started there. */
   onEmbeddedBroker?: (where: { host: string; port: number }) => void;
+  /** The agent asked for permission (a verified `permission_required`): `seq` is the request to answer. */
+  onPermissionRequired?: (request: { jobId: string; seq: number; detail: string }) => void;
 }
 
 export interface DelegationStatus {
@@ -68,7 +81,7 @@ interface Closing {
  * subscriber's, from signed events; this only adds the orchestrator's duties around it.
  */
 export class Delegation {
-  private agent: AgentProcess | undefined;
+  private agent: RunningAgent | undefined;
   private started = false;
   private closing: Closing | undefined;
   private stopWatch!: () => void;
@@ -133,19 +146,8 @@ export class Delegation {
       await dispatchJob(this.config, this.registry, record.job_id, this.opts.remoteSession);
       return;
     }
-    this.agent = new AgentProcess(this.opts.exec!, {
-      ...process.env,
-      MAM_REAL_ROOT: this.config.root,
-      MAM_REGISTRY_DIR: this.registry.paths.registryDir,
-      MAM_LOG_DIR: this.registry.paths.logDir,
-      MQTT_BROKER: this.config.broker.host,
-      MQTT_PORT: String(this.config.broker.port),
-      JOB_ID: record.job_id,
-      MAM_JOB_BRIEF: record.brief,
-      MAM_PUBLISH_CMD: publishCommandLine(record.job_id),
-      MAM_DISPATCH_TOKEN: record.dispatch_token,
-      MAM_ATTEMPT_ID: String(record.attempt_id),
-    });
+    const launch = prepareLaunch(this.config, this.registry, record, this.opts.agent!, this.opts.pane ? 'pane' : 'headless');
+    this.agent = this.opts.pane ? await this.opts.pane(record.job_id, launch) : new AgentProcess(launch.command, launch.env, { stdinFile: launch.stdinFile });
     void this.agent.exited.then((exit) => this.onAgentExit(record, exit));
   }
 
@@ -171,6 +173,10 @@ export class Delegation {
 
   private onPrinted(event: string | null, payload: unknown): void {
     if (event === 'started') this.started = true;
+    if (event === 'permission_required') {
+      const p = payload as { seq: number; detail: string };
+      this.opts.onPermissionRequired?.({ jobId: this.status.jobId, seq: Number(p.seq), detail: p.detail });
+    }
     if (event !== null) {
       this.status.lastEvent = event;
       this.status.lastEventAt = Date.now();

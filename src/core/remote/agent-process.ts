@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
 
 /** Contract §6: SIGTERM, then SIGKILL after 5 s. */
 export const KILL_GRACE_MS = 5_000;
@@ -6,6 +7,13 @@ export const KILL_GRACE_MS = 5_000;
 export interface AgentExit {
   code: number | null;
   signal: NodeJS.Signals | null;
+}
+
+/** How an agent is started, besides its command and environment. */
+export interface AgentProcessOptions {
+  cwd?: string | undefined;
+  /** A file read as the agent's stdin (its prompt); without one, stdin is empty. */
+  stdinFile?: string | undefined;
 }
 
 /**
@@ -17,8 +25,14 @@ export class AgentProcess {
   private readonly child: ChildProcess;
   private done = false;
 
-  constructor(command: string, env: NodeJS.ProcessEnv, cwd?: string) {
-    this.child = spawn('sh', ['-c', command], { env, cwd, stdio: ['ignore', process.stderr, process.stderr], detached: true });
+  constructor(command: string, env: NodeJS.ProcessEnv, options: AgentProcessOptions = {}) {
+    const stdin = options.stdinFile === undefined ? 'ignore' : openSync(options.stdinFile, 'r');
+    try {
+      this.child = spawn('sh', ['-c', command], { env, cwd: options.cwd, stdio: [stdin, process.stderr, process.stderr], detached: true });
+    } finally {
+      // The child has its own copy of the descriptor.
+      if (typeof stdin === 'number') closeSync(stdin);
+    }
     this.exited = new Promise((resolve) => {
       this.child.on('error', () => {
         this.done = true;

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { type IClientOptions, type MqttClient, connect } from 'mqtt';
-import { binPath, publishCommandLine } from '../bin-path.ts';
+import { type AgentChoice, prepareLaunch } from '../agents/agent-launch.ts';
+import { binPath } from '../bin-path.ts';
 import type { MamConfig } from '../config/config.ts';
 import type { Logger } from '../log.ts';
 import { newClientId, resolveBrokerTarget, toMqttJsOptions } from '../mqtt/broker-target.ts';
@@ -14,7 +15,8 @@ import { type DispatchPayload, recordFromDispatch, requireDispatchSecret, verify
 
 export interface RunnerOptions {
   session: string;
-  exec: string;
+  /** The agent to run for each job: a preset or a command line. */
+  agent: AgentChoice;
   once: boolean;
   log: Logger;
   stopSignal: Promise<unknown>;
@@ -170,14 +172,8 @@ export class RemoteRunner {
         await this.registry.close(jobId, 'cancelled').catch(() => undefined);
         return 'cancelled';
       }
-      this.agent = new AgentProcess(this.opts.exec, {
-        ...env,
-        JOB_ID: jobId,
-        MAM_JOB_BRIEF: dispatch.brief,
-        MAM_PUBLISH_CMD: publishCommandLine(jobId),
-        MAM_DISPATCH_TOKEN: dispatch.dispatch_token,
-        MAM_ATTEMPT_ID: String(dispatch.attempt_id),
-      });
+      const launch = prepareLaunch(this.config, this.registry, this.registry.read(jobId), this.opts.agent, 'headless');
+      this.agent = new AgentProcess(launch.command, launch.env, { stdinFile: launch.stdinFile });
       const exit = await this.agent.exited;
       this.agent = undefined;
       if (this.cancelled.has(jobId)) {

@@ -51,8 +51,9 @@ export class MessageVerifier {
   verify(topic: string, payload: Uint8Array, retained: boolean, batch?: number): Verdict {
     const where = parseTopic(this.topicRoot, topic);
     if (!where) return { ok: false, reason: 'topic', detail: topic };
-    // Dispatches share the per-job filter; they are the remote runner's business, not a watcher's.
-    if (where.kind === 'dispatch') return { ok: false, reason: 'ignored' };
+    // Dispatches and permission answers share the per-job filter; they are the remote runner's and
+    // the waiting agent's business, not a watcher's.
+    if (where.kind === 'dispatch' || where.kind === 'control') return { ok: false, reason: 'ignored' };
     const { jobId } = where;
     if (!this.watches(jobId) || payload.length === 0) return { ok: false, reason: 'ignored' };
     // `--all` subscribes `<root>/+/…`: anyone can publish under a level that is no job id, and it

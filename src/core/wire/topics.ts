@@ -1,8 +1,9 @@
 /**
  * Contract §3: per job `<root>/<job_id>/events`, `…/state` (retained) and `…/dispatch` (retained,
- * remote only). The root comes validated from config (`topicRoot`: no wildcards, no empty level).
+ * remote only). MAM adds `…/control` (not retained): signed answers to an agent's permission
+ * requests (src/core/control/). The root comes validated from config (`topicRoot`: no wildcards, no empty level).
  */
-export const TOPIC_KINDS = ['events', 'state', 'dispatch'] as const;
+export const TOPIC_KINDS = ['events', 'state', 'dispatch', 'control'] as const;
 export type TopicKind = (typeof TOPIC_KINDS)[number];
 
 export function eventsTopic(root: string, jobId: string): string {
@@ -17,12 +18,16 @@ export function dispatchTopic(root: string, jobId: string): string {
   return `${root}/${jobId}/dispatch`;
 }
 
+export function controlTopic(root: string, jobId: string): string {
+  return `${root}/${jobId}/control`;
+}
+
 /**
  * A watcher's filter for one job, `<root>/<id>/+`, or for every job, `<root>/+/+`: one filter per
  * job rather than one each for `events` and `state`, since NATS runs each QoS 1 subscription as its
  * own delivery stream, and with two of them a job's state overtook its own event in most
  * back-to-back pairs (the watch resolved on the state line and never printed the terminal event).
- * `dispatch` messages also match; watchers drop them unread.
+ * `dispatch` and `control` messages also match; watchers drop them unread.
  */
 export function jobFilter(root: string, jobId: string): string {
   return `${root}/${jobId}/+`;

@@ -1,0 +1,69 @@
+import { readFileSync } from 'node:fs';
+import * as z from 'zod/mini';
+import { HOOK_SOURCES, hookInputChannel } from '../../core/agents/hook-events.ts';
+import { UsageError } from '../../core/errors.ts';
+import { loadContext, warn } from '../context.ts';
+import { countFlag, dispatchTokenFlag, jobIdFlag } from '../flags.ts';
+import { parseOptions } from '../options.ts';
+import { defineCommand, registryOption } from '../program.ts';
+
+const hookOptions = z.object({
+  from: z.enum(HOOK_SOURCES),
+  job: jobIdFlag,
+  attemptId: z.optional(countFlag),
+  expectDispatchToken: z.optional(dispatchTokenFlag),
+  payload: z.optional(z.string()),
+  on: z.optional(z.enum(['start', 'exit'])),
+  exitCode: z.optional(z.string().check(z.regex(/^\d{1,3}$/, 'expected an exit code (0–255)'))),
+  registry: z.optional(z.string()),
+});
+
+/** Hook input is small; a runaway stdin is cut rather than read into memory whole. */
+const MAX_HOOK_INPUT = 1024 * 1024;
+
+function readStdin(): string {
+  const text = readFileSync(0, 'utf8');
+  if (text.length > MAX_HOOK_INPUT) throw new UsageError(`mam hook: the hook input is over ${MAX_HOOK_INPUT} bytes`);
+  return text;
+}
+
+export const hookCommand = defineCommand({
+  name: 'hook',
+  summary: "publish what an agent's hook reports (Claude Code, Codex, Gemini CLI) as the job's signed event",
+  configure: (cmd) =>
+    registryOption(cmd)
+      .requiredOption('--from <source>', HOOK_SOURCES.join(' | '))
+      .requiredOption('--job <id>', 'job id')
+      .option('--attempt-id <n>', 'refuse unless this is the current attempt id')
+      .option('--expect-dispatch-token <token>', 'refuse unless this is the current attempt')
+      .option('--payload <json>', 'the hook JSON as an argument (Codex notify appends it last); else stdin')
+      .option('--on <when>', 'with --from wrapper: start | exit')
+      .option('--exit-code <n>', 'with --on exit: the agent command exit code'),
+  parse(raw) {
+    const opts = parseOptions(hookOptions, raw);
+    if ((opts.on !== undefined || opts.exitCode !== undefined) && opts.from !== 'wrapper')
+      throw new UsageError('--on and --exit-code: only with --from wrapper');
+    if (opts.payload !== undefined && hookInputChannel(opts.from) !== 'argument')
+      throw new UsageError(`--payload: only with --from codex-notify (--from ${opts.from} reads stdin)`);
+    return { ...opts, exitCode: opts.exitCode === undefined ? undefined : Number(opts.exitCode) };
+  },
+  async run(opts) {
+    const { config, registry } = loadContext(opts);
+    const [{ hookAction }, { publishHookAction }] = await Promise.all([
+      import('../../core/agents/hook-events.ts'),
+      import('../../core/agents/hook-publish.ts'),
+    ]);
+    const channel = hookInputChannel(opts.from);
+    const input = channel === 'stdin' ? readStdin() : channel === 'argument' ? (opts.payload ?? '') : '';
+    const action = hookAction(opts.from, input, opts.on === undefined ? undefined : { on: opts.on, exitCode: opts.exitCode });
+    const outcome = await publishHookAction(config, registry, opts.job, { attemptId: opts.attemptId, dispatchToken: opts.expectDispatchToken }, action);
+    // Nothing on stdout: Claude Code adds a SessionStart hook's stdout to the agent's context.
+    if ('skipped' in outcome) {
+      if (config.logLevel === 'debug' || config.logLevel === 'trace') warn(`job ${opts.job}: hook skipped: ${outcome.skipped}`);
+      return;
+    }
+    // Exit 2 would block the agent (a Stop hook's exit 2 keeps Claude going): the event is on disk,
+    // and the heartbeat or the next event carries the news once the broker is back.
+    if (outcome.notDelivered) warn(`job ${opts.job}: ${outcome.published} recorded, not delivered yet (${outcome.notDelivered.message})`);
+  },
+});

@@ -1,0 +1,150 @@
+import { shellQuote } from '../bin-path.ts';
+import type { JobRecord } from '../registry/job-record.ts';
+
+/**
+ * How each agent CLI takes its prompt and reports (docs/agent-cli-facts.md has the sources). Pure:
+ * argv and file contents only, so the tests check them as data; agent-launch.ts writes the files.
+ */
+export const AGENT_NAMES = ['claude', 'codex', 'gemini', 'aider', 'shell'] as const;
+export type AgentName = (typeof AGENT_NAMES)[number];
+
+/** `headless`: the agent runs to the end on its own; `pane`: in a terminal a person may watch (tmux). */
+export type LaunchMode = 'headless' | 'pane';
+
+/** Where a launch's files go (the job's audit folder; agent-launch.ts). */
+export interface LaunchPaths {
+  promptFile: string;
+  claudeSettingsFile: string;
+  mcpConfigFile: string;
+}
+
+export interface PresetContext {
+  record: Pick<JobRecord, 'job_id' | 'attempt_id' | 'dispatch_token' | 'brief'>;
+  mode: LaunchMode;
+  /** The preamble and the brief (preamble.ts): on stdin, in a file, or typed into the pane. */
+  prompt: string;
+  paths: LaunchPaths;
+  /** The words that run `mam` (`[node, …/bin/mam.js]`): hooks and the MCP server call it. */
+  mam: readonly string[];
+  /** Handed to the MCP permission server, which Claude may start with a reduced environment. */
+  serverEnv: Record<string, string>;
+}
+
+export interface AgentLaunch {
+  /** The agent's command line for `sh -c`. */
+  command: string;
+  /** A file whose content is the agent's stdin (its prompt); else stdin is empty. */
+  stdinFile?: string | undefined;
+  /** Typed into the pane once the agent is up: interactive agents read their prompt from the terminal. */
+  terminalPrompt?: string | undefined;
+  /** Files to write before the start (mode 0600): settings and MCP configs. */
+  files: { path: string; content: string }[];
+}
+
+/** The MCP tool Claude asks for permission in headless runs: server `mam`, tool `permission_prompt`. */
+export const PERMISSION_PROMPT_TOOL = 'mcp__mam__permission_prompt';
+
+const words = (argv: readonly string[]) => argv.map(shellQuote).join(' ');
+
+/** `mam hook …` for one agent, fenced to this attempt so that a replaced attempt's hooks are refused. */
+export function hookCommand(ctx: PresetContext, from: string, extra: readonly string[] = []): string[] {
+  const { record } = ctx;
+  return [
+    ...ctx.mam,
+    'hook',
+    '--from',
+    from,
+    '--job',
+    record.job_id,
+    '--attempt-id',
+    String(record.attempt_id),
+    '--expect-dispatch-token',
+    record.dispatch_token,
+    ...extra,
+  ];
+}
+
+/** Claude Code's per-job settings (`--settings`): hooks are synchronous, so each event is out before Claude goes on. */
+export function claudeSettings(ctx: PresetContext): string {
+  const handler = { type: 'command', command: words(hookCommand(ctx, 'claude')), timeout: 30 };
+  const on = (matcher?: string) => [{ ...(matcher === undefined ? {} : { matcher }), hooks: [handler] }];
+  // No SessionEnd: it does not fire on a normal `claude -p` exit (anthropics/claude-code#79702);
+  // Stop / StopFailure and the process's end are what close a run.
+  const hooks = { SessionStart: on(), Notification: on('permission_prompt'), Stop: on(), StopFailure: on() };
+  return `${JSON.stringify({ hooks }, null, 2)}\n`;
+}
+
+/** `--mcp-config`: the MCP server that answers Claude's permission prompts from the broker. */
+export function claudeMcpConfig(ctx: PresetContext): string {
+  const [command = 'mam', ...args] = [...ctx.mam, 'mcp-permission', '--job', ctx.record.job_id];
+  return `${JSON.stringify({ mcpServers: { mam: { command, args, env: ctx.serverEnv } } }, null, 2)}\n`;
+}
+
+/** A TOML value for Codex's `-c key=value` (TOML basic strings take JSON's escapes). */
+const toml = {
+  string: (s: string) => JSON.stringify(s),
+  array: (items: readonly string[]) => `[${items.map((s) => JSON.stringify(s)).join(',')}]`,
+};
+
+/** Codex: `notify` (documented; gets the turn's end as its last argument) and inline hooks for the rest. */
+function codexConfig(ctx: PresetContext): string[] {
+  const hook = (event: string) => `hooks.${event}=[{hooks=[{type="command",command=${toml.string(words(hookCommand(ctx, 'codex')))},timeout=30}]}]`;
+  // Codex appends the JSON as the last argument: the value of `--payload`.
+  return ['-c', `notify=${toml.array(hookCommand(ctx, 'codex-notify', ['--payload']))}`, '-c', hook('SessionStart'), '-c', hook('PermissionRequest')];
+}
+
+/**
+ * An agent with no hooks (aider, a shell command) is wrapped: `started` before it, and after it
+ * `completed` or `error` by its exit code, unless it published its own outcome first.
+ */
+function wrapped(ctx: PresetContext, agent: string): string {
+  return [
+    `${words(hookCommand(ctx, 'wrapper', ['--on', 'start']))} || exit 1`,
+    agent,
+    'rc=$?',
+    `${words(hookCommand(ctx, 'wrapper', ['--on', 'exit', '--exit-code']))} "$rc"`,
+    'exit "$rc"',
+  ].join('\n');
+}
+
+export function agentLaunch(name: AgentName, ctx: PresetContext): AgentLaunch {
+  const { mode, paths } = ctx;
+  const pane = mode === 'pane';
+  const prompt = { stdinFile: paths.promptFile };
+  switch (name) {
+    case 'claude': {
+      const files = [
+        { path: paths.claudeSettingsFile, content: claudeSettings(ctx) },
+        { path: paths.mcpConfigFile, content: claudeMcpConfig(ctx) },
+      ];
+      if (pane) return { command: words(['claude', '--settings', paths.claudeSettingsFile]), terminalPrompt: ctx.prompt, files };
+      const argv = [
+        'claude',
+        '-p',
+        '--settings',
+        paths.claudeSettingsFile,
+        '--mcp-config',
+        paths.mcpConfigFile,
+        '--permission-prompt-tool',
+        PERMISSION_PROMPT_TOOL,
+      ];
+      return { command: words(argv), ...prompt, files };
+    }
+    case 'codex':
+      if (pane) return { command: words(['codex', ...codexConfig(ctx)]), terminalPrompt: ctx.prompt, files: [] };
+      // `-`: the prompt from stdin (codex-rs/exec/src/cli.rs).
+      return { command: words(['codex', 'exec', ...codexConfig(ctx), '-']), ...prompt, files: [] };
+    case 'gemini':
+      if (pane) return { command: 'gemini', terminalPrompt: ctx.prompt, files: [] };
+      return { command: 'gemini', ...prompt, files: [] };
+    case 'aider':
+      if (pane) return { command: wrapped(ctx, 'aider'), terminalPrompt: ctx.prompt, files: [] };
+      return {
+        command: wrapped(ctx, words(['aider', '--no-check-update', '--no-show-release-notes', '--no-pretty', '--message-file', paths.promptFile])),
+        files: [],
+      };
+    case 'shell':
+      // The brief is the command itself; the job's variables are in its environment.
+      return { command: wrapped(ctx, words(['sh', '-c', ctx.record.brief])), files: [] };
+  }
+}

@@ -1,0 +1,85 @@
+import { spawnSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { AGENT_NAMES, type PresetContext, agentLaunch, claudeMcpConfig, claudeSettings } from '../../src/core/agents/presets.ts';
+
+const TOKEN = 'b'.repeat(32);
+const ctx = (mode: 'headless' | 'pane'): PresetContext => ({
+  record: { job_id: 'abcd0001', attempt_id: 3, dispatch_token: TOKEN, brief: 'echo "it\'s $HOME"' },
+  mode,
+  prompt: 'PREAMBLE\n# Your task\n\nthe brief\n',
+  paths: { promptFile: '/w/.mam/logs/abcd0001/agent/prompt.md', claudeSettingsFile: '/w/s.json', mcpConfigFile: '/w/m.json' },
+  mam: ['/usr/bin/node', '/pkg/bin/mam.js'],
+  serverEnv: { MAM_REAL_ROOT: '/w' },
+});
+
+/** The words `sh` makes of a command line (what the agent's argv will be). */
+const argvOf = (command: string): string[] => {
+  const r = spawnSync('sh', ['-c', `set -- ${command}; printf '%s\\0' "$@"`], { encoding: 'utf8' });
+  return r.stdout.split('\0').slice(0, -1);
+};
+
+const FENCE = ['--job', 'abcd0001', '--attempt-id', '3', '--expect-dispatch-token', TOKEN];
+
+describe('agent presets', () => {
+  it('claude headless: -p with the per-job settings, the MCP permission server and the prompt on stdin', () => {
+    const launch = agentLaunch('claude', ctx('headless'));
+    expect(argvOf(launch.command)).toEqual([
+      'claude',
+      '-p',
+      '--settings',
+      '/w/s.json',
+      '--mcp-config',
+      '/w/m.json',
+      '--permission-prompt-tool',
+      'mcp__mam__permission_prompt',
+    ]);
+    expect(launch.stdinFile).toBe('/w/.mam/logs/abcd0001/agent/prompt.md');
+    expect(launch.files.map((f) => f.path)).toEqual(['/w/s.json', '/w/m.json']);
+  });
+
+  it("claude's settings: synchronous command hooks for SessionStart, permission prompts, Stop and StopFailure; no SessionEnd", () => {
+    const { hooks } = JSON.parse(claudeSettings(ctx('headless')));
+    expect(Object.keys(hooks).sort()).toEqual(['Notification', 'SessionStart', 'Stop', 'StopFailure']);
+    expect(hooks.Notification[0].matcher).toBe('permission_prompt');
+    for (const [, groups] of Object.entries(hooks) as [string, { hooks: { type: string; command: string; async?: boolean }[] }[]][]) {
+      const [handler] = groups[0]!.hooks;
+      expect(handler!.type).toBe('command');
+      expect(handler!.async).toBeUndefined();
+      expect(argvOf(handler!.command)).toEqual(['/usr/bin/node', '/pkg/bin/mam.js', 'hook', '--from', 'claude', ...FENCE]);
+    }
+  });
+
+  it("claude's MCP config: server `mam` running `mam mcp-permission` with the job's variables", () => {
+    expect(JSON.parse(claudeMcpConfig(ctx('headless')))).toEqual({
+      mcpServers: { mam: { command: '/usr/bin/node', args: ['/pkg/bin/mam.js', 'mcp-permission', '--job', 'abcd0001'], env: { MAM_REAL_ROOT: '/w' } } },
+    });
+  });
+
+  it('codex exec: notify gets the turn JSON as the value of --payload; the prompt from stdin (`-`)', () => {
+    const launch = agentLaunch('codex', ctx('headless'));
+    const argv = argvOf(launch.command);
+    expect(argv.slice(0, 2)).toEqual(['codex', 'exec']);
+    expect(argv.at(-1)).toBe('-');
+    const notify = argv[argv.indexOf('-c') + 1]!;
+    expect(JSON.parse(notify.slice('notify='.length))).toEqual(['/usr/bin/node', '/pkg/bin/mam.js', 'hook', '--from', 'codex-notify', ...FENCE, '--payload']);
+    expect(argv.filter((a) => a.startsWith('hooks.')).map((a) => a.split('=')[0])).toEqual(['hooks.SessionStart', 'hooks.PermissionRequest']);
+    expect(launch.stdinFile).toBeDefined();
+  });
+
+  it('aider and shell are wrapped: started before, the outcome by exit code after', () => {
+    const aider = agentLaunch('aider', ctx('headless')).command;
+    expect(aider).toContain('--message-file /w/.mam/logs/abcd0001/agent/prompt.md');
+    expect(aider.split('\n')[0]).toContain('hook --from wrapper');
+    expect(aider).toContain('--on exit --exit-code "$rc"');
+    // The brief is the shell command, quoted as one word for `sh -c`.
+    const shell = agentLaunch('shell', ctx('headless')).command.split('\n')[1]!;
+    expect(argvOf(shell)).toEqual(['sh', '-c', 'echo "it\'s $HOME"']);
+  });
+
+  it.each(AGENT_NAMES.filter((n) => n !== 'shell'))('%s in a pane: the prompt is typed into the terminal, not piped', (name) => {
+    const launch = agentLaunch(name, ctx('pane'));
+    expect(launch.terminalPrompt).toBe('PREAMBLE\n# Your task\n\nthe brief\n');
+    expect(launch.stdinFile).toBeUndefined();
+    expect(launch.command).not.toContain(' -p ');
+  });
+});
