@@ -13,8 +13,15 @@ export const VERBS: Record<string, { summary: string; load: () => Promise<Comman
   remote: { summary: 'dispatch a job to, or run jobs from, another host', load: async () => (await import('./commands/remote.ts')).remoteCommand },
   jobs: { summary: 'list jobs', load: async () => (await import('./commands/jobs.ts')).jobsCommand },
   show: { summary: "print one job's record", load: async () => (await import('./commands/show.ts')).showCommand },
+  sessions: { summary: 'list the tmux sessions MAM started', load: async () => (await import('./commands/sessions.ts')).sessionsCommand },
   redispatch: { summary: 'make a job pending again as a new attempt', load: async () => (await import('./commands/redispatch.ts')).redispatchCommand },
   broker: { summary: 'run an embedded MQTT broker on this machine', load: async () => (await import('./commands/broker.ts')).brokerCommand },
+  approve: { summary: 'allow a tool an agent asked permission for', load: async () => (await import('./commands/decide.ts')).approveCommand },
+  deny: { summary: 'refuse a tool an agent asked permission for', load: async () => (await import('./commands/decide.ts')).denyCommand },
+  'mcp-permission': {
+    summary: "MCP stdio server answering Claude's permission prompts from the broker",
+    load: async () => (await import('./commands/mcp-permission.ts')).mcpPermissionCommand,
+  },
   brief: { summary: "print a job's prompt: how to report, then the brief", load: async () => (await import('./commands/brief.ts')).briefCommand },
   hook: { summary: "publish what an agent's hook reports as a signed event", load: async () => (await import('./commands/hook.ts')).hookCommand },
   delegate: {

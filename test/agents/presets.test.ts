@@ -49,9 +49,9 @@ describe('agent presets', () => {
     }
   });
 
-  it("claude's MCP config: server `mam` running `mam mcp-permission` with the job's variables", () => {
+  it("claude's MCP config: server `mam` running `mam mcp-permission`, fenced to the attempt, with the job's variables", () => {
     expect(JSON.parse(claudeMcpConfig(ctx('headless')))).toEqual({
-      mcpServers: { mam: { command: '/usr/bin/node', args: ['/pkg/bin/mam.js', 'mcp-permission', '--job', 'abcd0001'], env: { MAM_REAL_ROOT: '/w' } } },
+      mcpServers: { mam: { command: '/usr/bin/node', args: ['/pkg/bin/mam.js', 'mcp-permission', ...FENCE], env: { MAM_REAL_ROOT: '/w' } } },
     });
   });
 

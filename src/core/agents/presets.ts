@@ -74,9 +74,13 @@ export function claudeSettings(ctx: PresetContext): string {
   return `${JSON.stringify({ hooks }, null, 2)}\n`;
 }
 
-/** `--mcp-config`: the MCP server that answers Claude's permission prompts from the broker. */
+/**
+ * `--mcp-config`: the MCP server that answers Claude's permission prompts from the broker, fenced
+ * like the hooks, so that a replaced attempt's Claude can neither ask nor be answered.
+ */
 export function claudeMcpConfig(ctx: PresetContext): string {
-  const [command = 'mam', ...args] = [...ctx.mam, 'mcp-permission', '--job', ctx.record.job_id];
+  const fence = ['--attempt-id', String(ctx.record.attempt_id), '--expect-dispatch-token', ctx.record.dispatch_token];
+  const [command = 'mam', ...args] = [...ctx.mam, 'mcp-permission', '--job', ctx.record.job_id, ...fence];
   return `${JSON.stringify({ mcpServers: { mam: { command, args, env: ctx.serverEnv } } }, null, 2)}\n`;
 }
 

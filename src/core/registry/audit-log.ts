@@ -15,7 +15,11 @@ export type AuditType =
   | 'seq_gap'
   | 'refused'
   | 'reconnected'
-  | 'redispatched';
+  | 'redispatched'
+  // Permission answers (src/core/control/, docs/permissions.md).
+  | 'decision_sent'
+  | 'decision_received'
+  | 'decision_defaulted';
 
 /** How much of `events.ndjson` is read per step when looking for the last `published` line from the end. */
 const TAIL_CHUNK = 64 * 1024;

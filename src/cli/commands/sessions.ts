@@ -1,0 +1,77 @@
+import * as z from 'zod/mini';
+import { CorruptRecord, NoSuchJob } from '../../core/errors.ts';
+import { type MamPane, listMamPanes } from '../../core/panes/mam-panes.ts';
+import type { Registry } from '../../core/registry/registry.ts';
+import { loadContext } from '../context.ts';
+import { parseOptions } from '../options.ts';
+import { defineCommand, registryOption } from '../program.ts';
+
+const sessionsOptions = z.object({
+  json: z.optional(z.boolean()),
+  registry: z.optional(z.string()),
+});
+
+/** A pane and what the registry says of its job. */
+export interface SessionRow extends MamPane {
+  /** The job's status from the registry; `unknown` when its record is gone (or unreadable). */
+  status: string;
+}
+
+function jobStatus(registry: Registry, jobId: string): string {
+  try {
+    return registry.read(jobId).status;
+  } catch (err) {
+    if (err instanceof NoSuchJob || err instanceof CorruptRecord) return 'unknown';
+    throw err;
+  }
+}
+
+/** What the pane's process did, from tmux's state: the job's status is the registry's, not this. */
+function agentState(pane: MamPane): string {
+  if (!pane.dead) return 'running';
+  if (pane.exitSignal) return `killed (${pane.exitSignal})`;
+  return pane.exitStatus === null ? 'exited' : `exited (${pane.exitStatus})`;
+}
+
+export function formatSessionsTable(rows: SessionRow[]): string {
+  const header = ['SESSION', 'JOB', 'STATUS', 'AGENT', 'CREATED', 'ATTACH'];
+  const cells = rows.map((r) => [r.session, r.jobId, r.status, agentState(r), r.created.replace(/\.\d+Z$/, 'Z'), r.attach]);
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]!.length)));
+  const line = (row: string[]) =>
+    row
+      .map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...cells.map(line)].join('\n');
+}
+
+/** One JSON line per pane, in the registry's snake_case. */
+function jsonLine(r: SessionRow): string {
+  return JSON.stringify({
+    session: r.session,
+    job_id: r.jobId,
+    status: r.status,
+    pid: r.pid,
+    dead: r.dead,
+    exit_status: r.exitStatus,
+    exit_signal: r.exitSignal,
+    created: r.created,
+    attach: r.attach,
+  });
+}
+
+export const sessionsCommand = defineCommand({
+  name: 'sessions',
+  summary: "list the tmux sessions MAM started, with their job's status and how to attach",
+  configure: (cmd) => registryOption(cmd).option('--json', 'one JSON object per line'),
+  parse: (raw) => parseOptions(sessionsOptions, raw),
+  async run(opts) {
+    const panes = await listMamPanes();
+    const { registry } = loadContext(opts);
+    const rows = panes.map((p) => ({ ...p, status: jobStatus(registry, p.jobId) }));
+    if (opts.json) {
+      if (rows.length > 0) process.stdout.write(`${rows.map(jsonLine).join('\n')}\n`);
+    } else if (rows.length > 0) process.stdout.write(`${formatSessionsTable(rows)}\n`);
+    else process.stderr.write('no MAM tmux sessions\n');
+  },
+});
