@@ -22,6 +22,7 @@ export const VERBS: Record<string, { summary: string; load: () => Promise<Comman
     summary: "MCP stdio server answering Claude's permission prompts from the broker",
     load: async () => (await import('./commands/mcp-permission.ts')).mcpPermissionCommand,
   },
+  dashboard: { summary: 'serve a live web page of every job', load: async () => (await import('./commands/dashboard.ts')).dashboardCommand },
   brief: { summary: "print a job's prompt: how to report, then the brief", load: async () => (await import('./commands/brief.ts')).briefCommand },
   hook: { summary: "publish what an agent's hook reports as a signed event", load: async () => (await import('./commands/hook.ts')).hookCommand },
   delegate: {

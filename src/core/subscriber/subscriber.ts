@@ -34,6 +34,10 @@ export interface SubscribeOptions {
   onSubscribed?: (info: { broker: string; watching: string }) => void;
   /** Every printed message (`mam delegate` follows the job through it). */
   onPrinted?: (jobId: string, event: string | null, payload: unknown) => void;
+  /** Every discarded message but the silently ignored ones, after its audit (the dashboard marks them; never their content). */
+  onRejected?: (rejection: { topic: string; reason: string; jobId?: string | undefined; seq?: number | undefined }) => void;
+  /** The connection came up (a CONNACK) or went down; a monitor that shows its own health uses it. */
+  onConnection?: (up: boolean) => void;
 }
 
 /** How and why a watch ended; src/cli/exit-codes.ts turns it into the contract's exit code. */
@@ -99,6 +103,7 @@ export class Subscriber {
     this.connection = new WatchConnection(target, subscriptionFilters(config.topicRoot, opts), {
       connected: (first, sessionPresent) => {
         if (!first) this.auditWatched({ type: 'reconnected', session_present: sessionPresent });
+        this.opts.onConnection?.(true);
         this.apply(this.state.onConnected());
       },
       subscribed: () => this.opts.onSubscribed?.({ broker: this.connection.broker, watching: opts.all ? 'all' : opts.jobIds.join(',') }),
@@ -134,6 +139,7 @@ export class Subscriber {
 
   private onConnectionLost(): void {
     if (this.finished) return;
+    this.opts.onConnection?.(false);
     this.resolveTerminalFromDisk();
     this.apply(this.state.onBrokerUnreachable());
   }
@@ -144,6 +150,7 @@ export class Subscriber {
     const verdict = this.verifier.verify(msg.topic, msg.payload, msg.retain, batch);
     if (!verdict.ok) {
       auditRejection(this.registry, this.opts.log, msg.topic, verdict);
+      if (verdict.reason !== 'ignored') this.opts.onRejected?.({ topic: msg.topic, reason: verdict.reason, jobId: verdict.jobId, seq: verdict.seq });
       return;
     }
     const m = verdict.message;
