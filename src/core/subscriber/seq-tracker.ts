@@ -5,12 +5,24 @@ export type SeqVerdict =
   | { kind: 'accepted'; expectedSeq: number | null };
 
 /**
+ * Accepted seqs kept one by one above the contiguous run. A seq that never arrives stops the run; past
+ * this many, the lower half is folded into it, so a long watch holds at most this many numbers per job
+ * (a seq lost for that long and then delivered after all is taken for a duplicate).
+ */
+const MAX_SCATTERED = 4_096;
+
+/**
  * Seq bookkeeping for one job's current attempt (contract §4, "Duplicates and order", "Gaps",
  * "State"). Wire order is not seq order: heartbeats and the agent's own events race, so an unseen
  * lower seq is accepted, and only a seq accepted before is a duplicate.
+ *
+ * What was accepted is a floor (every seq up to it) and the scattered seqs above it, not a set of
+ * every seq: a monitor that runs for weeks must not grow by a number per event.
  */
 export class SeqTracker {
-  readonly #accepted = new Set<number>();
+  /** Every seq ≤ this counts as accepted. */
+  #floor = 0;
+  readonly #scattered = new Set<number>();
   /** Highest accepted event seq, or the record's `last_seq`; null until a baseline exists. */
   #lastSeen: number | null;
   /** Highest seq known from any source (events, states, baseline): what "newer" is measured against. */
@@ -22,17 +34,32 @@ export class SeqTracker {
   }
 
   hasAccepted(seq: number): boolean {
-    return this.#accepted.has(seq);
+    return seq <= this.#floor || this.#scattered.has(seq);
+  }
+
+  /** How many seqs are held one by one (the memory the tracker costs). */
+  get scatteredCount(): number {
+    return this.#scattered.size;
   }
 
   acceptEvent(seq: number): SeqVerdict {
-    if (this.#accepted.has(seq)) return { kind: 'duplicate' };
-    this.#accepted.add(seq);
+    if (this.hasAccepted(seq)) return { kind: 'duplicate' };
+    this.#remember(seq);
     const expected = this.#lastSeen === null ? null : this.#lastSeen + 1;
     const gap = expected !== null && seq > expected;
     if (this.#lastSeen === null || seq > this.#lastSeen) this.#lastSeen = seq;
     if (seq > this.#newest) this.#newest = seq;
     return { kind: 'accepted', expectedSeq: gap ? expected : null };
+  }
+
+  #remember(seq: number): void {
+    this.#scattered.add(seq);
+    if (this.#scattered.size > MAX_SCATTERED) {
+      const sorted = [...this.#scattered].sort((a, b) => a - b);
+      this.#floor = sorted[sorted.length >> 1]!;
+      for (const s of sorted) if (s <= this.#floor) this.#scattered.delete(s);
+    }
+    while (this.#scattered.delete(this.#floor + 1)) this.#floor++;
   }
 
   /**
