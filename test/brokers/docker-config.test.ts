@@ -13,8 +13,8 @@ const compose = readFileSync(path.join(DOCKER_DIR, 'docker-compose.yaml'), 'utf8
 const PASSWORDS = { MAM_AGENT_PASSWORD: 'a', MAM_OBSERVER_PASSWORD: 'o', MAM_SYS_PASSWORD: 's' };
 
 describe('docker/', () => {
-  it('compose runs nats:2.12-alpine by default and Mosquitto under the "mosquitto" profile', () => {
-    expect(compose).toMatch(/^ {2}nats:\n {4}image: nats:2\.12-alpine$/m);
+  it('compose runs nats:2.12.12-alpine (pinned: earlier releases let retained and QoS replays bypass deny rules) by default and Mosquitto under the "mosquitto" profile', () => {
+    expect(compose).toMatch(/^ {2}nats:\n {4}image: nats:2\.12\.12-alpine$/m);
     expect(compose).toMatch(/^ {2}mosquitto:\n {4}profiles: \["mosquitto"\]\n {4}image: eclipse-mosquitto:2$/m);
   });
 

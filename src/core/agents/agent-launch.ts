@@ -2,6 +2,7 @@ import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import { binPath, publishCommandLine } from '../bin-path.ts';
 import type { MamConfig } from '../config/config.ts';
+import { formatServer } from '../mqtt/server-list.ts';
 import type { JobRecord } from '../registry/job-record.ts';
 import { FILE_MODE, ensureDir } from '../registry/record-store.ts';
 import type { Registry } from '../registry/registry.ts';
@@ -33,6 +34,8 @@ export function jobEnvironment(config: MamConfig, registry: Registry, record: Jo
     MAM_LOG_DIR: registry.paths.logDir,
     MQTT_BROKER: config.broker.host,
     MQTT_PORT: String(config.broker.port),
+    // With a broker list the agent fails over along it too (docs/cluster.md); MQTT_BROKER is its first server.
+    ...(config.broker.servers ? { MQTT_SERVERS: config.broker.servers.map(formatServer).join(',') } : {}),
     MAM_TOPIC_ROOT: config.topicRoot,
     JOB_ID: record.job_id,
     MAM_JOB_BRIEF: record.brief,

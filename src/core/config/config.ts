@@ -2,6 +2,8 @@ import path from 'node:path';
 import * as z from 'zod/mini';
 import '../zod-messages.ts';
 import { ConfigError } from '../errors.ts';
+import { type BrokerServer, type WrittenServer, formatServer, parseServerList, sameServer, withPorts } from '../mqtt/server-list.ts';
+import { DEFAULT_INBOX_LIMIT } from '../subscriber/message-inbox.ts';
 import { mergeEnv, readEnvFile } from './env-file.ts';
 import { secondsText, switchText, wholeNumberText } from './text-values.ts';
 import { findWorkspaceRoot } from './workspace.ts';
@@ -19,9 +21,25 @@ export const topicRoot = z
   .check(z.refine((s) => !/[.\s+#]/.test(s), 'must not contain ".", spaces, "+" or "#"'))
   .check(z.refine((s) => !s.startsWith('/') && !s.endsWith('/') && !s.includes('//'), 'must not start or end with "/" or hold an empty level'));
 
+/**
+ * `MQTT_BROKER` and `MQTT_SERVERS`: one broker or a comma-separated list (`h1:1883,h2:1883,h3`),
+ * ports resolved later against `MQTT_PORT`. Checked here so that a typo is a one-line error before
+ * any connection, not a DNS failure after three tries.
+ */
+const serverListText = z.pipe(
+  z.string(),
+  z.transform((text: string, ctx): WrittenServer[] => {
+    const list = parseServerList(text);
+    if (typeof list !== 'string') return list;
+    ctx.issues.push({ code: 'custom', message: list, input: text });
+    return z.NEVER;
+  }),
+);
+
 /** Section 7, one key per variable: the string form of the environment, validated and typed. */
 const envSchema = z.object({
-  MQTT_BROKER: z._default(nonEmpty, '127.0.0.1'),
+  MQTT_BROKER: z._default(serverListText, [{ host: '127.0.0.1' }]),
+  MQTT_SERVERS: z.optional(serverListText),
   MQTT_PORT: z._default(wholeNumberText(1, 65535), 1883),
   MQTT_TLS: z._default(switchText, false),
   MQTT_USERNAME: z.optional(z.string()),
@@ -42,7 +60,12 @@ const envSchema = z.object({
   MAM_HEARTBEAT_MISSES: z._default(wholeNumberText(1, 1000), 4),
   MAM_ACK_TIMEOUT_S: z._default(secondsText(), 180),
   MAM_HEARTBEAT_DRAIN_S: z._default(secondsText(), 1),
+  // Messages a watch holds before it stops reading the socket (src/core/subscriber/message-inbox.ts).
+  MAM_INBOX_MAX: z._default(wholeNumberText(1, 10_000_000), DEFAULT_INBOX_LIMIT),
   MAM_DISPATCH_SECRET: z.optional(z.string().check(z.minLength(1))),
+  // Fleet coordination (docs/coordination.md): signs presence and turn bids; the agents' topic root.
+  MAM_FLEET_SECRET: z.optional(z.string().check(z.minLength(1))),
+  MAM_AGENTS_ROOT: z.optional(topicRoot),
   MAM_REGISTRY_DIR: z.optional(nonEmpty),
   MAM_LOG_DIR: z.optional(nonEmpty),
   MAM_LOG_LEVEL: z._default(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'warn'),
@@ -50,8 +73,14 @@ const envSchema = z.object({
 });
 
 export interface BrokerConfig {
+  /** The first server: the one `mam broker`, an agent's environment and the embedded broker of `mam delegate` name. */
   host: string;
   port: number;
+  /**
+   * Set only for a list of two or more: every server in order, the first being host:port. The
+   * clients fail over along it (docs/cluster.md); absent means host:port alone.
+   */
+  servers?: BrokerServer[] | undefined;
   tls: boolean;
   username?: string | undefined;
   password?: string | undefined;
@@ -72,7 +101,12 @@ export interface MamConfig {
   heartbeatMisses: number;
   ackTimeoutSec: number;
   heartbeatDrainSec: number;
+  /** `MAM_INBOX_MAX`: the most messages a watch holds in memory before it stops reading. */
+  inboxMax: number;
   dispatchSecret?: string | undefined;
+  fleetSecret?: string | undefined;
+  /** `MAM_AGENTS_ROOT`, else the topic root's sibling `agents` (src/core/fleet/fleet-names.ts). */
+  agentsRoot?: string | undefined;
   logLevel: string;
   debug: boolean;
 }
@@ -87,6 +121,25 @@ function dropEmpty(env: NodeJS.ProcessEnv): Record<string, string> {
   return out;
 }
 
+/**
+ * The broker list: `MQTT_SERVERS` when set, else `MQTT_BROKER`. With both, every server that
+ * `MQTT_BROKER` names must be in `MQTT_SERVERS`: that is how an agent's environment arrives (the
+ * launcher sets `MQTT_BROKER`/`MQTT_PORT` to the first server and the list comes along), while a
+ * `MQTT_BROKER` pointing elsewhere is a mistake that must not silently lose to the list.
+ */
+function brokerServers(broker: WrittenServer[], list: WrittenServer[] | undefined, defaultPort: number, brokerText: string | undefined): BrokerServer[] {
+  const named = withPorts(broker, defaultPort);
+  if (list === undefined) return named;
+  const servers = withPorts(list, defaultPort);
+  const stray = brokerText?.trim() ? named.find((s) => !servers.some((t) => sameServer(s, t))) : undefined;
+  if (stray) {
+    throw new ConfigError(
+      `MQTT_BROKER=${JSON.stringify(brokerText)}: ${formatServer(stray)} is not one of MQTT_SERVERS (unset MQTT_BROKER, or name a server of the list)`,
+    );
+  }
+  return servers;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): MamConfig {
   const root = findWorkspaceRoot(env, cwd);
   const merged = mergeEnv(readEnvFile(env, root, cwd), env);
@@ -97,14 +150,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     throw new ConfigError(`${key}=${JSON.stringify(merged[key])}: ${issue.message}`);
   }
   const v = parsed.data;
+  const servers = brokerServers(v.MQTT_BROKER, v.MQTT_SERVERS, v.MQTT_PORT, merged.MQTT_BROKER);
+  const first = servers[0]!;
   const mam = path.join(root, '.mam');
   return {
     root,
     registryDir: v.MAM_REGISTRY_DIR ? path.resolve(root, v.MAM_REGISTRY_DIR) : path.join(mam, 'jobs'),
     logDir: v.MAM_LOG_DIR ? path.resolve(root, v.MAM_LOG_DIR) : path.join(mam, 'logs'),
     broker: {
-      host: v.MQTT_BROKER,
-      port: v.MQTT_PORT,
+      host: first.host,
+      port: first.port,
+      ...(servers.length > 1 ? { servers } : {}),
       tls: v.MQTT_TLS,
       username: v.MQTT_USERNAME,
       password: v.MQTT_PASSWORD,
@@ -119,7 +175,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     heartbeatMisses: v.MAM_HEARTBEAT_MISSES,
     ackTimeoutSec: v.MAM_ACK_TIMEOUT_S,
     heartbeatDrainSec: v.MAM_HEARTBEAT_DRAIN_S,
+    inboxMax: v.MAM_INBOX_MAX,
     dispatchSecret: v.MAM_DISPATCH_SECRET,
+    fleetSecret: v.MAM_FLEET_SECRET,
+    agentsRoot: v.MAM_AGENTS_ROOT,
     logLevel: v.MAM_LOG_LEVEL,
     debug: v.MAM_DEBUG,
   };

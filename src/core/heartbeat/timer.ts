@@ -1,7 +1,8 @@
-import { connect, type MqttClient } from 'mqtt';
+import type { MqttClient } from 'mqtt';
 import { loadConfig } from '../config/config.ts';
 import { CorruptRecord, NoSuchJob, TransitionRefused } from '../errors.ts';
-import { newClientId, resolveBrokerTarget, toMqttJsOptions } from '../mqtt/broker-target.ts';
+import { newClientId, resolveBrokerTarget } from '../mqtt/broker-target.ts';
+import { connectMqtt } from '../mqtt/mqtt-client.ts';
 import { type PublishResult, commitEvent, wireMessages } from '../publisher/publisher.ts';
 import { HEARTBEAT_DETAIL, isTerminalStatus } from '../vocabulary.ts';
 import { Registry } from '../registry/registry.ts';
@@ -58,7 +59,8 @@ export async function runTimer(args: TimerArgs, log: (line: string) => void = ()
     const record = registry.read(args.jobId);
     if (isTerminalStatus(record.status) || record.attempt_id !== args.attemptId) return 0;
     const target = resolveBrokerTarget(config.broker, record);
-    client = connect({ ...toMqttJsOptions(target, newClientId(target, 'hb')), reconnectPeriod: RECONNECT_MS, clean: true });
+    // With a broker list, each reconnect goes to the next server (docs/cluster.md).
+    client = connectMqtt(target, newClientId(target, 'hb'), { reconnectPeriod: RECONNECT_MS, clean: true });
     // Connection errors are retried by MQTT.js; without a listener an 'error' would crash the process.
     client.on('error', (err) => log(`mqtt: ${err.message}`));
     const mqtt = client;

@@ -26,12 +26,17 @@ const CONNACK_REASONS: Record<number, string> = {
   5: 'not authorized',
 };
 
-/** The broker answered CONNACK with a refusal. */
+/**
+ * The broker answered CONNACK with a refusal. Final (contract §3), except 3 "server unavailable":
+ * that is the server saying it cannot serve right now — on a cluster, the next node may — not a
+ * verdict on these credentials.
+ */
 export class BrokerRefusedConnection extends BrokerError {
-  override readonly transient = false;
+  override readonly transient: boolean;
   constructor(broker: string, username: string | undefined, returnCode: number) {
     const who = username ? `user ${username}` : 'anonymous';
     super(`broker ${broker} refused ${who}: ${CONNACK_REASONS[returnCode] ?? `return code ${returnCode}`}`);
+    this.transient = returnCode === 3;
   }
 }
 

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BrokerTarget } from '../mqtt/broker-target.ts';
-import { newClientId } from '../mqtt/broker-target.ts';
+import { atServer, newClientId } from '../mqtt/broker-target.ts';
 import { BrokerError } from '../mqtt/broker-errors.ts';
 import { OneShotSession, type OutgoingMessage } from '../mqtt/one-shot-publish.ts';
 
@@ -18,7 +18,8 @@ export interface DeliveryOptions {
 
 /** Opens a session and starts its handshake; the handshake's failure is held until awaited. */
 export function openSession(target: BrokerTarget, role: string): { session: OneShotSession; connected: Promise<void> } {
-  const session = new OneShotSession(target, newClientId(target, role));
+  const one = atServer(target, 0);
+  const session = new OneShotSession(one, newClientId(one, role));
   const connected = session.connect();
   connected.catch(() => undefined); // awaited later; never an unhandled rejection
   return { session, connected };
@@ -27,11 +28,14 @@ export function openSession(target: BrokerTarget, role: string): { session: OneS
 /**
  * Delivers `messages` in order on one connection, trying up to `attempts` times on socket errors.
  * A refused CONNACK or TLS handshake is final at once: credentials do not get better by retrying.
+ * With several servers, try n goes to server n (wrapping), after the same delays: the next node
+ * of a cluster is the likeliest to answer, and the contract's back-off still bounds the whole.
+ * `firstSession`, when given, was opened to the first server.
  */
 export async function deliver(target: BrokerTarget, messages: OutgoingMessage[], options: DeliveryOptions): Promise<void> {
   let opened = options.firstSession;
   for (let tryNo = 1; ; tryNo++) {
-    const { session, connected } = opened ?? openSession(target, 'pub');
+    const { session, connected } = opened ?? openSession(atServer(target, tryNo - 1), 'pub');
     opened = undefined;
     try {
       await connected;

@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
-import { type IClientOptions, type MqttClient, connect } from 'mqtt';
+import type { MqttClient } from 'mqtt';
 import { type AgentChoice, prepareLaunch } from '../agents/agent-launch.ts';
 import { binPath } from '../bin-path.ts';
 import type { MamConfig } from '../config/config.ts';
 import type { Logger } from '../log.ts';
-import { newClientId, resolveBrokerTarget, toMqttJsOptions } from '../mqtt/broker-target.ts';
+import { newClientId, resolveBrokerTarget } from '../mqtt/broker-target.ts';
+import { connectMqtt } from '../mqtt/mqtt-client.ts';
 import { deliver } from '../publisher/deliver.ts';
 import { defaultDetail, isTerminalStatus } from '../vocabulary.ts';
 import type { Registry } from '../registry/registry.ts';
@@ -58,8 +59,8 @@ export class RemoteRunner {
     this.secret = requireDispatchSecret(config.dispatchSecret);
     this.verifier = new MessageVerifier(config.topicRoot, registry, (jobId) => jobId === this.watchedJob);
     const target = resolveBrokerTarget(config.broker);
-    const options: IClientOptions = { ...toMqttJsOptions(target, newClientId(target, 'runner')), clean: true, reconnectPeriod: 1_000 };
-    this.client = connect(options);
+    // With a broker list, each reconnect goes to the next server; 'connect' below subscribes again.
+    this.client = connectMqtt(target, newClientId(target, 'runner'), { clean: true, reconnectPeriod: 1_000 });
     this.client.on('connect', () => {
       this.client.subscribe(allDispatchTopic(config.topicRoot), { qos: 1 }, (err) => {
         if (!err) opts.onSubscribed?.();

@@ -108,6 +108,7 @@ export class Subscriber {
       },
       subscribed: () => this.opts.onSubscribed?.({ broker: this.connection.broker, watching: opts.all ? 'all' : opts.jobIds.join(',') }),
       message: (topic, payload, retain) => this.inbox.push({ topic, payload, retain }),
+      admit: (next) => this.inbox.whenRoom(next),
       lost: () => this.onConnectionLost(),
       failed: (err) => this.end({ reason: 'broker_refused', failure: err }),
       transientError: (err) => opts.log.debug({ err: err.message }, 'connection error'),
@@ -115,6 +116,7 @@ export class Subscriber {
     this.inbox = new MessageInbox(
       (msg, batch) => this.handle(msg, batch),
       () => this.flushBatch(),
+      config.inboxMax,
     );
     this.deadline = new DeadlineTimer(systemMonotonicClock, () => this.apply(this.state.onTick()));
     this.mirror = opts.remote ? new RemoteMirror(registry, opts.log) : undefined;

@@ -1,6 +1,7 @@
-import { connect, type IClientOptions, type MqttClient } from 'mqtt';
-import { type BrokerError, SubscriptionRefused, classifyConnectionError } from '../mqtt/broker-errors.ts';
-import { type BrokerTarget, describeTarget, newClientId, toMqttJsOptions } from '../mqtt/broker-target.ts';
+import type { MqttClient } from 'mqtt';
+import { type BrokerError, BrokerUnreachable, SubscriptionRefused, classifyConnectionError } from '../mqtt/broker-errors.ts';
+import { type BrokerTarget, describeTarget, newClientId } from '../mqtt/broker-target.ts';
+import { connectMqtt, currentServer } from '../mqtt/mqtt-client.ts';
 import { OneShotSession } from '../mqtt/one-shot-publish.ts';
 
 /** What the connection tells the watch; each callback is a fact, the watch decides what it means. */
@@ -10,6 +11,11 @@ export interface WatchConnectionEvents {
   /** The broker acknowledged the subscriptions, the first time. */
   subscribed(): void;
   message(topic: string, payload: Buffer, retain: boolean): void;
+  /**
+   * Asked after each message: MQTT.js acknowledges it and reads the next packet only once `next` is
+   * called, so a watch whose inbox is full holds a burst back in the socket and on the broker.
+   */
+  admit?(next: () => void): void;
   /** A connection attempt failed or the connection was lost; MQTT.js tries again. */
   lost(): void;
   /** A failure no retry can fix (refused CONNACK, TLS trust, a denied subscription). */
@@ -22,19 +28,39 @@ const RECONNECT_MIN_MS = 500;
 const RECONNECT_MAX_MS = 8_000;
 /** Clearing the session on exit is a courtesy to the broker; it never holds the process up longer. */
 const SESSION_CLEANUP_MS = 2_000;
+/**
+ * How long the broker has to acknowledge the subscriptions. NATS 2.9 sends no SUBACK when creating a
+ * subscription's JetStream consumer times out (4 s per filter; seen on the nodes that survive a
+ * crash, "Unable to add JetStream consumer for subscription … timeout"), and the watch would wait
+ * forever on a connection that otherwise looks healthy. Dropping it makes MQTT.js reconnect — to the
+ * next server of a list — and the subscriptions are asked for again on the new CONNACK.
+ */
+const SUBACK_TIMEOUT_MS = 12_000;
+/**
+ * SUBACK refusals (0x80) in a row before the watch gives up. A permission refuses every time; but
+ * NATS also refuses when the subscription's JetStream consumer could not be created in time (a node
+ * of the cluster just lost, its streams electing leaders), and a later try — after a reconnect, on
+ * the next server of a list — gets past that. Three tries cost a denied watch about 4 s more.
+ */
+const SUBACK_REFUSALS_MAX = 3;
 
 /**
  * The subscriber's MQTT client: one process-unique session (clean=false, so QoS 1 events published
  * while the connection was cut are delivered after the reconnect), reconnects backed off from 0.5 s
  * to 8 s, the subscriptions restored on every CONNACK, and the session cleared on close (MQTT 3.1.1
- * has no session expiry: a broker would keep a dead process's queue forever).
+ * has no session expiry: a broker would keep a dead process's queue forever). With several servers
+ * each reconnect goes to the next one; on a cluster the session (and its queued QoS 1 messages)
+ * lives in replicated JetStream streams, so the next node resumes it (docs/cluster.md).
  */
 export class WatchConnection {
   private client: MqttClient | undefined;
   private everConnected = false;
   private subscribedOnce = false;
   private closed = false;
+  private refusals = 0;
   private readonly clientId: string;
+  /** Where the last CONNACK came from: the node that holds the session to clear on close. */
+  private sessionServer: BrokerTarget | undefined;
 
   constructor(
     private readonly target: BrokerTarget,
@@ -50,17 +76,19 @@ export class WatchConnection {
   }
 
   open(): void {
-    const options: IClientOptions = { ...toMqttJsOptions(this.target, this.clientId), clean: false, reconnectPeriod: RECONNECT_MIN_MS, resubscribe: false };
-    const client = connect(options);
+    const client = connectMqtt(this.target, this.clientId, { clean: false, reconnectPeriod: RECONNECT_MIN_MS, resubscribe: false });
     this.client = client;
     client.on('connect', (connack) => {
       client.options.reconnectPeriod = RECONNECT_MIN_MS;
+      this.sessionServer = this.serverTarget(client);
       const first = !this.everConnected;
       this.everConnected = true;
       this.events.connected(first, connack.sessionPresent);
       this.subscribe(client);
     });
     client.on('message', (topic, payload, packet) => this.events.message(topic, payload, packet.retain));
+    const admit = this.events.admit;
+    if (admit) client.handleMessage = (_packet, done) => admit(() => done());
     client.on('offline', () => this.lost());
     client.on('close', () => this.lost());
     client.on('reconnect', () => {
@@ -68,7 +96,8 @@ export class WatchConnection {
     });
     client.on('error', (err: Error & { code?: number | string }) => {
       if (this.closed) return; // MQTT.js may report one failure more than once
-      const failure = classifyConnectionError(this.target, err);
+      // Named by the server that failed: a refusal by one node of a list is that node's answer.
+      const failure = classifyConnectionError(this.serverTarget(client), err);
       if (failure.transient) this.events.transientError(failure);
       else this.fail(failure);
     });
@@ -81,7 +110,7 @@ export class WatchConnection {
     if (!client) return;
     await new Promise<void>((resolve) => client.end(true, {}, () => resolve()));
     if (!this.everConnected) return;
-    const cleaner = new OneShotSession(this.target, this.clientId);
+    const cleaner = new OneShotSession(this.sessionServer ?? this.target, this.clientId);
     try {
       await Promise.race([cleaner.connect().then(() => cleaner.end()), new Promise((r) => setTimeout(r, SESSION_CLEANUP_MS))]);
     } catch {
@@ -91,15 +120,38 @@ export class WatchConnection {
     }
   }
 
+  private serverTarget(client: MqttClient): BrokerTarget {
+    const server = currentServer(client, this.target);
+    return { ...this.target, host: server.host, port: server.port, servers: [server] };
+  }
+
   private subscribe(client: MqttClient): void {
-    client.subscribe(this.topics, { qos: 1 }, (err, granted) => {
+    const stream = client.stream;
+    const watchdog = setTimeout(() => {
+      // Only this connection's SUBSCRIBE: after a reconnect the new one has its own watchdog.
+      if (this.closed || client.stream !== stream) return;
+      this.events.transientError(new BrokerUnreachable(describeTarget(this.serverTarget(client)), `no SUBACK within ${SUBACK_TIMEOUT_MS / 1000} s`));
+      stream.destroy();
+    }, SUBACK_TIMEOUT_MS);
+    watchdog.unref();
+    client.subscribe(this.topics, { qos: 1 }, (err, _subs, suback) => {
+      clearTimeout(watchdog);
       if (this.closed) return;
+      // MQTT.js reports a refused filter as an error carrying the SUBACK; a lost connection without one.
+      const codes = suback?.granted ?? [];
+      const refused = this.topics.filter((_, i) => ((codes[i] as number | undefined) ?? 0) >= 0x80);
+      if (refused.length > 0) {
+        const failure = new SubscriptionRefused(describeTarget(this.serverTarget(client)), refused);
+        if (++this.refusals >= SUBACK_REFUSALS_MAX) return this.fail(failure);
+        this.events.transientError(failure);
+        stream.destroy(); // reconnect, and ask again on the next CONNACK
+        return;
+      }
       if (err) {
         this.events.transientError(classifyConnectionError(this.target, err));
         return;
       }
-      const refused = (granted ?? []).filter((g) => g.qos === 128).map((g) => g.topic);
-      if (refused.length > 0) return this.fail(new SubscriptionRefused(this.broker, refused));
+      this.refusals = 0;
       if (this.subscribedOnce) return;
       this.subscribedOnce = true;
       this.events.subscribed();

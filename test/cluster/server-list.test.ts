@@ -1,0 +1,195 @@
+import { createServer, type Server, type Socket } from 'node:net';
+import { generate, parser } from 'mqtt-packet';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
+import { spawnBin } from '../brokers/bin-process.ts';
+import { type AedesTestBroker, startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
+import { makeWorkspace, runBin, runBinAsync, type Workspace } from '../helpers/cli.ts';
+import { freePort } from '../helpers/free-port.ts';
+import { waitUntil } from '../helpers/wait.ts';
+
+/**
+ * A broker list with a dead server in it, on the in-process broker (no cluster needed): what each
+ * command does when the server it tries first does not answer (docs/cluster.md).
+ */
+describe('a broker list whose first server is down', () => {
+  useBrokerCleanup();
+  let broker: AedesTestBroker;
+  let dead: string;
+  let ws: Workspace;
+  beforeEach(async () => {
+    broker = await startAedesBroker();
+    // A port nothing listens on: the connection is refused at once.
+    dead = `127.0.0.1:${await freePort()}`;
+    ws = makeWorkspace();
+  });
+  afterEach(() => ws.cleanup());
+
+  const live = () => `127.0.0.1:${broker.port}`;
+  const register = (): string => {
+    const r = runBin('mam-register', ['--timeout', '30', '--brief', 'list'], ws);
+    expect(r.code, r.stderr).toBe(0);
+    return (JSON.parse(r.stdout) as { job_id: string }).job_id;
+  };
+
+  it('mam-publish tries the next server after the refusal, within its attempts', async () => {
+    const job = register();
+    const sub = spawnBin('mam-subscribe', ['--job', job], ws, { env: { MQTT_SERVERS: live() } });
+    await sub.waitForStderr(/^SUBSCRIBED /m);
+    const t0 = Date.now();
+    const r = await runBinAsync('mam-publish', ['--job', job, '--event', 'completed', '--attempts', '2'], ws, { env: { MQTT_SERVERS: `${dead},${live()}` } });
+    expect(r.code, r.stderr).toBe(0);
+    // Try 1 refused, then the contract's first back-off (0.5 s), then try 2 on the next server.
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(500);
+    const done = await sub.result;
+    expect(done.code).toBe(0);
+    expect(
+      done.stdout
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { event: string }).event),
+    ).toEqual(['completed']);
+  });
+
+  it('with --attempts 1 only the first server is tried: exit 2, recorded on disk, the dead server named', async () => {
+    const job = register();
+    const r = await runBinAsync('mam-publish', ['--job', job, '--event', 'started', '--attempts', '1'], ws, { env: { MQTT_SERVERS: `${dead},${live()}` } });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(dead);
+    expect(r.stderr).not.toContain(live());
+  });
+
+  it('mam-subscribe connects through the next server and says SUBSCRIBED', async () => {
+    const job = register();
+    const sub = spawnBin('mam-subscribe', ['--job', job], ws, { env: { MQTT_SERVERS: `${dead},${live()}` } });
+    await sub.waitForStderr(/^SUBSCRIBED /m);
+    const r = await runBinAsync('mam-publish', ['--job', job, '--event', 'error'], ws, { env: { MQTT_SERVERS: live() } });
+    expect(r.code, r.stderr).toBe(0);
+    const done = await sub.result;
+    expect(done.code).toBe(1);
+    expect(
+      done.stdout
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { event: string }).event),
+    ).toEqual(['error']);
+  });
+
+  it('mam-subscribe gets past a server that accepts the connection and never answers, within its first-connect window', async () => {
+    // A host that swallows CONNECT: no refusal to move on from, only the per-server timeout.
+    const sockets = new Set<Socket>();
+    const silent: Server = createServer((s) => sockets.add(s));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    try {
+      const address = silent.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      const job = register();
+      const sub = spawnBin('mam-subscribe', ['--job', job], ws, { env: { MQTT_SERVERS: `127.0.0.1:${port},${live()}` } });
+      await sub.waitForStderr(/^SUBSCRIBED /m, 10_000);
+      expect((await runBinAsync('mam-publish', ['--job', job, '--event', 'completed'], ws, { env: { MQTT_SERVERS: live() } })).code).toBe(0);
+      expect((await sub.result).code).toBe(0);
+    } finally {
+      for (const s of sockets) s.destroy();
+      silent.close();
+    }
+  });
+
+  /**
+   * A broker that accepts every CONNECT and answers SUBSCRIBE with nothing (`mute`: what NATS 2.9
+   * does when a subscription's JetStream consumer cannot be created in time, after a node of the
+   * cluster is lost) or with 0x80 (`refuse`: a permission, or NATS failing that consumer at once).
+   */
+  async function fakeBroker(onSubscribe: 'mute' | 'refuse'): Promise<{ server: string; subscribes: () => number }> {
+    const sockets = new Set<Socket>();
+    let subscribes = 0;
+    const fake: Server = createServer((s) => {
+      sockets.add(s);
+      const p = parser();
+      p.on('packet', (packet) => {
+        if (packet.cmd === 'connect') s.write(generate({ cmd: 'connack', returnCode: 0, sessionPresent: false }));
+        if (packet.cmd === 'pingreq') s.write(generate({ cmd: 'pingresp' }));
+        if (packet.cmd === 'subscribe') {
+          subscribes++;
+          if (onSubscribe === 'refuse') s.write(generate({ cmd: 'suback', messageId: packet.messageId, granted: packet.subscriptions.map(() => 0x80) }));
+        }
+      });
+      s.on('data', (d: Buffer) => p.parse(d));
+      s.on('error', () => undefined);
+    });
+    await new Promise<void>((r) => fake.listen(0, '127.0.0.1', r));
+    onTestFinished(() => {
+      for (const s of sockets) s.destroy();
+      fake.close();
+    });
+    const address = fake.address();
+    return { server: `127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`, subscribes: () => subscribes };
+  }
+
+  it.each([
+    ['never answers SUBSCRIBE', 'mute'],
+    ['refuses the subscription (0x80)', 'refuse'],
+  ] as const)(
+    'mam-subscribe leaves a server that CONNACKs and then %s, for the next one',
+    async (_, how) => {
+      const fake = await fakeBroker(how);
+      const job = register();
+      const sub = spawnBin('mam-subscribe', ['--job', job], ws, { env: { MQTT_SERVERS: `${fake.server},${live()}` } });
+      await sub.waitForStderr(/^SUBSCRIBED /m, 25_000);
+      expect(fake.subscribes()).toBe(1);
+      expect((await runBinAsync('mam-publish', ['--job', job, '--event', 'completed'], ws, { env: { MQTT_SERVERS: live() } })).code).toBe(0);
+      expect((await sub.result).code).toBe(0);
+    },
+    40_000,
+  );
+
+  it('a subscription refused on every try is final: one line, exit 3', async () => {
+    const fake = await fakeBroker('refuse');
+    const job = register();
+    const r = await runBinAsync('mam-subscribe', ['--job', job], ws, { env: { MQTT_SERVERS: fake.server }, timeoutMs: 30_000 });
+    expect(fake.subscribes()).toBe(3);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(new RegExp(`^ERROR: broker mqtt://${fake.server} refused the subscription to python/mqtt/jobs/${job}/\\+\n$`, 'm'));
+  }, 40_000);
+
+  it('mam-subscribe with every server down exits 3 naming them all', async () => {
+    const job = register();
+    const other = `127.0.0.1:${await freePort()}`;
+    const r = await runBinAsync('mam-subscribe', ['--job', job], ws, { env: { MQTT_SERVERS: `${dead},${other}` }, timeoutMs: 20_000 });
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain(`${dead},${other}`);
+  });
+
+  it('the heartbeat timer beats through the next server', async () => {
+    const job = register();
+    const sub = spawnBin('mam-subscribe', ['--job', job], ws, { env: { MQTT_SERVERS: live() } });
+    await sub.waitForStderr(/^SUBSCRIBED /m);
+    const list = { MQTT_SERVERS: `${dead},${live()}` };
+    const started = await runBinAsync('mam-publish', ['--job', job, '--event', 'started', '--heartbeat', '0.5', '--watch-pid', String(process.pid)], ws, {
+      env: list,
+    });
+    expect(started.code, started.stderr).toBe(0);
+    const beats = () => sub.stdout.split('\n').filter((l) => l.includes('"detail":"heartbeat"')).length;
+    expect(await waitUntil(() => beats() >= 2, 10_000)).toBe(true);
+    expect((await runBinAsync('mam-publish', ['--job', job, '--event', 'completed'], ws, { env: list })).code).toBe(0);
+    expect((await sub.result).code).toBe(0);
+  });
+
+  it('mam-remote run takes a dispatch through the next server and reports completed', async () => {
+    const secret = { MAM_DISPATCH_SECRET: 'server-list-test-secret-0123' };
+    const job = register();
+    const session = `host-${job}`;
+    const runnerWs = makeWorkspace(secret);
+    try {
+      const runner = spawnBin('mam-remote', ['run', '--session', session, '--once', '--exec', 'true'], runnerWs, {
+        env: { MQTT_SERVERS: `${dead},${live()}` },
+      });
+      await runner.waitForStderr(/SUBSCRIBED/);
+      const watch = runBinAsync('mam-subscribe', ['--job', job, '--remote', '--timeout', '30'], ws, { env: { MQTT_SERVERS: live(), ...secret } });
+      const d = await runBinAsync('mam-remote', ['dispatch', '--job', job, '--session', session], ws, { env: { MQTT_SERVERS: live(), ...secret } });
+      expect(d.code, d.stderr).toBe(0);
+      expect((await watch).code).toBe(0);
+      expect((await runner.result).code).toBe(0);
+    } finally {
+      runnerWs.cleanup();
+    }
+  });
+});
