@@ -2,6 +2,8 @@ import * as z from 'zod/mini';
 import { resolveJobLimits } from '../../core/registry/job-limits.ts';
 import { publicView } from '../../core/registry/job-record.ts';
 import { TRANSPORTS } from '../../core/vocabulary.ts';
+import { UsageError } from '../../core/errors.ts';
+import { parseAddress } from '../../core/fleet/addressing.ts';
 import { loadContext } from '../context.ts';
 import { jobIdFlag } from '../flags.ts';
 import { askedLimits, jobFlags, jobOptionsShape, readBrief } from '../job-options.ts';
@@ -12,6 +14,7 @@ const registerOptions = z.object({
   ...jobOptionsShape,
   jobId: z.optional(jobIdFlag),
   agentSession: z.optional(z.string().check(z.minLength(1))),
+  to: z.optional(z.string()),
   transport: z._default(z.enum(TRANSPORTS), 'herdr'),
   dependsOn: z._default(z.array(jobIdFlag), []),
   registry: z.optional(z.string()),
@@ -25,18 +28,31 @@ export const registerCommand = defineCommand({
     jobFlags(
       registryOption(cmd)
         .option('--job-id <id>', 'job id (8 lowercase hex); random by default')
-        .option('--agent-session <name>', 'only this agent session may pick the job'),
+        .option('--agent-session <name>', 'only this agent session may pick the job')
+        .option('--to <address>', 'address the job: an agent NAME or capability:NAME (docs/coordination.md)'),
     )
       .option('--transport <kind>', 'herdr (local pane, the default) or remote')
       .option('--depends-on <id>', 'job that must be completed first (repeatable)', collect)
       .option('--json', 'print the record as JSON (the default)'),
-  parse: (raw) => parseOptions(registerOptions, raw),
+  parse(raw) {
+    const opts = parseOptions(registerOptions, raw);
+    if (opts.to !== undefined) {
+      const address = parseAddress(opts.to);
+      if (typeof address === 'string') throw new UsageError(`--to: ${address}`);
+      // Both would have to match: a job no session could ever pick is a mistake, said now.
+      if (address.kind === 'agent' && opts.agentSession !== undefined && opts.agentSession !== address.name) {
+        throw new UsageError('--to and --agent-session name different agents');
+      }
+    }
+    return opts;
+  },
   async run(opts) {
     const brief = readBrief(opts);
     const { config, registry } = loadContext(opts);
     const record = await registry.register({
       jobId: opts.jobId,
       agentSession: opts.agentSession,
+      to: opts.to,
       brief,
       ...resolveJobLimits(askedLimits(opts), config),
       transport: opts.transport,

@@ -15,6 +15,8 @@ const subscribeOptions = z.object({
   ackTimeout: z.optional(limitFlag),
   remote: z.optional(z.boolean()),
   pretty: z.optional(z.boolean()),
+  alerts: z.optional(z.boolean()),
+  notify: z._default(z.array(z.string()), []),
   registry: z.optional(z.string()),
 });
 
@@ -29,12 +31,15 @@ export const subscribeCommand = defineCommand({
       .option('--idle-timeout <sec>', "silence allowed since the last event (default the job's idle_timeout_sec; 0: none)")
       .option('--ack-timeout <sec>', "extra allowance before the first event (default the job's ack_timeout_sec)")
       .option('--remote', 'mirror started and terminal events into the local record')
-      .option('--pretty', 'a human line per event instead of JSON'),
+      .option('--pretty', 'a human line per event instead of JSON')
+      .option('--alerts', 'with --all: also print alert lines (stalled, failed, permission_waiting, agent_offline)')
+      .option('--notify <url>', 'with --all: POST each alert to this webhook (repeatable; implies --alerts; slack:/discord: force a shape)', collect),
   parse(raw) {
     const opts = parseOptions(subscribeOptions, raw);
     if (opts.all && opts.job.length > 0) throw new UsageError('--all and --job are exclusive');
     if (!opts.all && opts.job.length === 0) throw new UsageError('--job <id> or --all is required');
-    return { ...opts, job: [...new Set(opts.job)], all: opts.all ?? false };
+    if ((opts.alerts || opts.notify.length > 0) && !opts.all) throw new UsageError('--alerts and --notify need --all');
+    return { ...opts, job: [...new Set(opts.job)], all: opts.all ?? false, alerts: (opts.alerts ?? false) || opts.notify.length > 0 };
   },
   async run(opts) {
     const { config, registry } = loadContext(opts);
@@ -44,6 +49,9 @@ export const subscribeCommand = defineCommand({
       import('../../core/log.ts'),
       import('../../core/subscriber/output.ts'),
     ]);
+    const log = createLogger('mam-subscribe', config.logLevel);
+    // Alerts (docs/coordination.md) are their own module fed by the watch's callbacks.
+    const alerts = opts.alerts ? await (await import('../../core/fleet/alerts/alert-wiring.ts')).startAlerts(config, registry, log, opts) : undefined;
     const outcome = await watch(config, registry, {
       jobIds: opts.job,
       all: opts.all,
@@ -51,11 +59,13 @@ export const subscribeCommand = defineCommand({
       remote: opts.remote ?? false,
       write: (text) => process.stdout.write(text),
       format: opts.pretty ? output.prettyLine : output.jsonLine,
-      log: createLogger('mam-subscribe', config.logLevel),
+      log,
       stopSignal: stopSignal(),
+      onPrinted: alerts?.onPrinted,
       // Contract §4: always printed, whatever the log level; wrappers wait for it.
       onSubscribed: ({ watching, broker }) => process.stderr.write(`SUBSCRIBED ${watching} ${broker}\n`),
     });
+    await alerts?.stop();
     const { code, line } = watchExit(outcome);
     if (line) process.stderr.write(`${line}\n`);
     return code;

@@ -46,6 +46,11 @@ export const jobRecordSchema = z.looseObject({
    * sessions as the first. Absent in records written by the Python toolkit: then kept as is.
    */
   registered_session: z.optional(z.nullable(z.string())),
+  /**
+   * Who the job is for (`mam-register --to`): an agent's name or `capability:<name>`
+   * (src/core/fleet/addressing.ts). Absent in older records: the job is for anyone.
+   */
+  to: z.optional(z.nullable(z.string())),
 });
 
 export type JobRecord = z.infer<typeof jobRecordSchema>;

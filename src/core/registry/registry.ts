@@ -9,11 +9,14 @@ import { RegistryPaths, assertJobId } from './paths.ts';
 import { type PickIndex, buildPickIndex, readPickIndex, recordSetDigest, withRecord, writePickIndex } from './pick-index.ts';
 import { listRecordIds, readRecord, writeRecord } from './record-store.ts';
 import { type TransitionRequest, planTransition } from './transitions.ts';
+import { isAddressedTo } from '../fleet/addressing.ts';
 import type { CloseRequest, Transport } from '../vocabulary.ts';
 
 export interface RegisterInput extends JobLimits {
   jobId?: string | undefined;
   agentSession?: string | undefined;
+  /** `--to`: an agent's name or `capability:<name>` (src/core/fleet/addressing.ts). */
+  to?: string | undefined;
   brief: string;
   transport: Transport;
   dependsOn: string[];
@@ -109,6 +112,8 @@ export class Registry {
         transport: input.transport,
         depends_on: [...new Set(input.dependsOn)],
         detail: null,
+        // Written only when asked, so a record without an address reads as it always did.
+        ...(input.to === undefined ? {} : { to: input.to }),
       };
       // Index first, built for the folder as it will be: a crash between the two leaves an index
       // of a record set the folder does not hold, which the next pick notices and rebuilds.
@@ -122,8 +127,11 @@ export class Registry {
     });
   }
 
-  /** Claims the oldest pickable pending job for `agentSession` (contract §1). */
-  async pick(agentSession: string): Promise<JobRecord> {
+  /**
+   * Claims the oldest pickable pending job for `agentSession` (contract §1): also one addressed
+   * (`to`) to the session or to one of its `capabilities`, never one addressed to somebody else.
+   */
+  async pick(agentSession: string, capabilities: readonly string[] = []): Promise<JobRecord> {
     return this.withLock(async () => {
       const { index } = await this.loadIndex();
       const keep: PickIndex['pending'] = [];
@@ -146,6 +154,7 @@ export class Registry {
         if (record.status !== 'pending') continue;
         keep.push(entry);
         if (record.agent_session !== null && record.agent_session !== agentSession) continue;
+        if (!isAddressedTo(record.to, agentSession, capabilities)) continue;
         if (!this.dependenciesDone(record)) continue;
         claimed = (await this.commit(record, { kind: 'pick', agentSession }, 'pick')).record;
         keep.pop();

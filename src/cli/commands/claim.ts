@@ -1,0 +1,43 @@
+import * as z from 'zod/mini';
+import { agentNameSchema, turnIdSchema } from '../../core/fleet/fleet-names.ts';
+import { loadContext, warnIfPublicSandbox } from '../context.ts';
+import { ExitCode } from '../exit-codes.ts';
+import { countFlag, secondsFlag } from '../flags.ts';
+import { parseOptions } from '../options.ts';
+import { defineCommand, registryOption } from '../program.ts';
+
+const claimOptions = z.object({
+  turn: turnIdSchema,
+  agent: agentNameSchema,
+  ttl: z._default(secondsFlag, 60),
+  broker: z.optional(z.boolean()),
+  settleMs: z.optional(countFlag),
+  registry: z.optional(z.string()),
+});
+
+export const claimCommand = defineCommand({
+  name: 'claim',
+  summary: 'claim a turn (e.g. the answer to one chat message): exit 0 for exactly one claimant, 1 for the others',
+  configure: (cmd) =>
+    registryOption(cmd)
+      .requiredOption('--turn <id>', 'the turn: <channel>-<message>-<epoch> (docs/coordination.md)')
+      .requiredOption('--agent <name>', 'the claimant')
+      .option('--ttl <sec>', 'how long a won claim holds the turn (default 60)')
+      .option('--broker', 'claim across hosts over the broker (signed bids) instead of in the registry')
+      .option('--settle-ms <ms>', 'with --broker: how long bids are listened for (default 1000)'),
+  parse: (raw) => parseOptions(claimOptions, raw),
+  async run(opts) {
+    const { config, registry } = loadContext(opts);
+    let result: import('../../core/fleet/turn-claim.ts').ClaimResult;
+    if (opts.broker) {
+      await warnIfPublicSandbox(config);
+      const { claimTurnOverBroker } = await import('../../core/fleet/turn-claim-broker.ts');
+      result = await claimTurnOverBroker(config, { turnId: opts.turn, agent: opts.agent, ttlSec: opts.ttl, settleMs: opts.settleMs });
+    } else {
+      const { claimTurnInRegistry } = await import('../../core/fleet/turn-claim.ts');
+      result = await claimTurnInRegistry(registry, config.logDir, opts.turn, opts.agent, opts.ttl);
+    }
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    return result.won ? ExitCode.ok : ExitCode.failure;
+  },
+});

@@ -1,0 +1,139 @@
+import type { MamConfig } from '../../config/config.ts';
+import type { Logger } from '../../log.ts';
+import { monotonicMs } from '../../monotonic.ts';
+import type { Registry } from '../../registry/registry.ts';
+import { FleetAudit } from '../fleet-audit.ts';
+import { type Alert, makeAlert } from './alert.ts';
+import { PresenceWatch } from './presence-watch.ts';
+
+export interface AlertMonitorOptions {
+  emit: (alert: Alert) => void;
+  log: Logger;
+  /** How often running jobs are checked for silence (default 1 s). */
+  tickMs?: number | undefined;
+}
+
+interface Silence {
+  attempt: number;
+  /** Monotonic ms of the last accepted event (or of when the monitor first saw the job running). */
+  lastMs: number;
+  alerted: boolean;
+}
+
+/**
+ * The monitor's alert logic (docs/coordination.md), fed by the Subscriber's `onPrinted` (every
+ * accepted event and resolving state), a tick over the registry's running jobs, and, when the fleet
+ * secret is set, the agents' presence. Each condition is raised once until it clears: a stalled job
+ * again only after an event, a failure once per attempt, a permission request once per seq.
+ */
+export class AlertMonitor {
+  private readonly silences = new Map<string, Silence>();
+  private readonly raised = new Set<string>();
+  private readonly audit: FleetAudit;
+  private readonly presence: PresenceWatch | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    config: MamConfig,
+    private readonly registry: Registry,
+    private readonly opts: AlertMonitorOptions,
+  ) {
+    this.audit = new FleetAudit(config.logDir);
+    this.presence =
+      config.fleetSecret === undefined
+        ? undefined
+        : new PresenceWatch(config, {
+            offline: (agent, detail) => this.raise(makeAlert('agent_offline', { agent, job_id: this.currentJob(agent), detail })),
+            rejected: (entry) => this.audit.append('rejected', { what: 'presence', ...entry }),
+            log: opts.log,
+          });
+  }
+
+  start(): void {
+    // A monitor's subscription brings back every job's retained terminal event: a job that had
+    // already failed when this monitor started was alerted by an earlier one (or missed, which is
+    // what `mam inbox` is for). Without this baseline each restart re-posted every old failure.
+    for (const r of this.registry.list().records) if (r.status === 'error') this.raised.add(failedKey(r.job_id, r.attempt_id));
+    this.timer = setInterval(() => this.tick(), this.opts.tickMs ?? 1_000);
+    this.presence?.start();
+    if (!this.presence) this.opts.log.info('MAM_FLEET_SECRET not set: no agent_offline alerts');
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.presence?.stop();
+  }
+
+  /** Subscriber's onPrinted: an accepted event (`event` set) or a resolving state (`event` null). */
+  onPrinted(jobId: string, event: string | null, payload: unknown): void {
+    const p = (payload ?? {}) as { seq?: unknown; detail?: unknown; status?: unknown; data?: { attempt_id?: unknown } };
+    const attempt = typeof p.data?.attempt_id === 'number' ? p.data.attempt_id : Number(p.data?.attempt_id ?? 0);
+    const detail = typeof p.detail === 'string' ? p.detail : '';
+    const silence = this.silences.get(jobId);
+    if (silence) {
+      silence.lastMs = monotonicMs();
+      silence.alerted = false;
+    }
+    if (event === 'error' || (event === null && p.status === 'error')) {
+      this.once(failedKey(jobId, attempt), () => makeAlert('failed', { job_id: jobId, agent: this.agentOf(jobId), detail: detail || 'job ended error' }));
+    } else if (event === 'permission_required') {
+      this.once(`permission:${jobId}:${attempt}:${String(p.seq)}`, () =>
+        makeAlert('permission_waiting', { job_id: jobId, agent: this.agentOf(jobId), detail: detail || 'permission required' }),
+      );
+    }
+  }
+
+  /** Running jobs silent for longer than their idle window (`idle_timeout_sec`, K × heartbeat) are stalled. */
+  private tick(): void {
+    if (this.stopped) return;
+    const now = monotonicMs();
+    const running = new Set<string>();
+    for (const record of this.registry.list().records) {
+      if (record.status !== 'running') continue;
+      running.add(record.job_id);
+      let s = this.silences.get(record.job_id);
+      if (!s || s.attempt !== record.attempt_id) {
+        s = { attempt: record.attempt_id, lastMs: now, alerted: false };
+        this.silences.set(record.job_id, s);
+      }
+      const windowMs = record.idle_timeout_sec * 1000;
+      if (!s.alerted && now - s.lastMs > windowMs) {
+        s.alerted = true;
+        const detail = `no accepted event for ${Math.round((now - s.lastMs) / 1000)} s (window ${record.idle_timeout_sec} s)`;
+        this.raise(makeAlert('stalled', { job_id: record.job_id, agent: record.agent_session, detail }));
+      }
+    }
+    for (const jobId of this.silences.keys()) if (!running.has(jobId)) this.silences.delete(jobId);
+    this.presence?.checkStale();
+  }
+
+  private once(key: string, build: () => Alert): void {
+    if (this.raised.has(key)) return;
+    this.raised.add(key);
+    this.raise(build());
+  }
+
+  private raise(alert: Alert): void {
+    if (this.stopped) return;
+    this.audit.appendAlert(alert);
+    this.opts.emit(alert);
+  }
+
+  private agentOf(jobId: string): string | null {
+    try {
+      return this.registry.read(jobId).agent_session;
+    } catch {
+      return null;
+    }
+  }
+
+  private currentJob(agent: string): string | null {
+    return this.registry.list().records.find((r) => r.status === 'running' && r.agent_session === agent)?.job_id ?? null;
+  }
+}
+
+function failedKey(jobId: string, attempt: number): string {
+  return `failed:${jobId}:${attempt}`;
+}

@@ -1,0 +1,39 @@
+import { appendFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * `<log dir>/fleet.ndjson`: what the fleet's receivers refused (forged or malformed presence, bids)
+ * and what they decided (turn claims). One whole line per `write(2)` with O_APPEND, as the jobs'
+ * audit does, so concurrent writers interleave whole lines. Never holds a payload's signature key.
+ */
+export type FleetAuditType = 'rejected' | 'claimed' | 'claim_lost' | 'alert';
+
+export class FleetAudit {
+  constructor(private readonly logDir: string) {}
+
+  get file(): string {
+    return path.join(this.logDir, 'fleet.ndjson');
+  }
+
+  /** `<log dir>/fleet-alerts.ndjson`: every alert a monitor raised; `mam inbox` reads it. */
+  get alertsFile(): string {
+    return path.join(this.logDir, 'fleet-alerts.ndjson');
+  }
+
+  append(type: FleetAuditType, entry: Record<string, unknown>): void {
+    this.write(this.file, { type, ...entry, at: new Date().toISOString() });
+  }
+
+  appendAlert(alert: object): void {
+    this.write(this.alertsFile, alert);
+  }
+
+  private write(file: string, line: object): void {
+    try {
+      mkdirSync(this.logDir, { recursive: true, mode: 0o700 });
+      appendFileSync(file, `${JSON.stringify(line)}\n`, { mode: 0o600 });
+    } catch {
+      // The audit is evidence, not a gate: a full or read-only disk must not stop a watch.
+    }
+  }
+}

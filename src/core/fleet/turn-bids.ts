@@ -1,0 +1,76 @@
+import { createHash, randomBytes } from 'node:crypto';
+import * as z from 'zod/mini';
+import '../zod-messages.ts';
+import { parseWireJson, wireJson } from '../wire/canonical-json.ts';
+import { MAX_WIRE_BYTES } from '../wire/payloads.ts';
+import { signPayload, verifyPayload } from '../wire/signature.ts';
+import { agentNameSchema, turnIdSchema } from './fleet-names.ts';
+
+/**
+ * A turn bid (docs/coordination.md): retained on `<agents root>/turns/<turn id>/<agent>`, signed
+ * with `MAM_FLEET_SECRET` like presence. `nonce` tells a claimant its own fresh bid from one it left
+ * on the broker earlier.
+ */
+const iso = z.string().check(z.regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/, 'expected ISO-8601 UTC with milliseconds'));
+
+export const bidSchema = z.looseObject({
+  event: z.literal('turn_bid'),
+  turn_id: turnIdSchema,
+  agent: agentNameSchema,
+  at: iso,
+  expires_at: iso,
+  nonce: z.string(),
+  data: z.looseObject({ hmac_sig: z.string() }),
+});
+export type Bid = z.output<typeof bidSchema>;
+
+export function signBid(turnId: string, agent: string, ttlSec: number, secret: string, now = new Date()): { payload: string; nonce: string } {
+  const nonce = randomBytes(8).toString('hex');
+  const bid = {
+    schema_version: 1,
+    event: 'turn_bid',
+    turn_id: turnId,
+    agent,
+    at: now.toISOString(),
+    expires_at: new Date(now.getTime() + ttlSec * 1000).toISOString(),
+    nonce,
+    data: {},
+  };
+  return { payload: wireJson(signPayload(bid, secret)), nonce };
+}
+
+export type BidVerdict = { ok: true; bid: Bid } | { ok: false; reason: 'schema' | 'hmac' | 'topic' };
+
+/** A bid counts only on its own topic (its turn, its agent) and with a valid signature. */
+export function verifyBid(expected: { turnId: string; agent: string | undefined }, payload: Buffer, secret: string): BidVerdict {
+  if (payload.length > MAX_WIRE_BYTES) return { ok: false, reason: 'schema' };
+  let parsed: unknown;
+  try {
+    parsed = parseWireJson(payload);
+  } catch {
+    return { ok: false, reason: 'schema' };
+  }
+  const checked = bidSchema.safeParse(parsed);
+  if (!checked.success) return { ok: false, reason: 'schema' };
+  if (checked.data.turn_id !== expected.turnId || checked.data.agent !== expected.agent) return { ok: false, reason: 'topic' };
+  if (!verifyPayload(parsed, secret)) return { ok: false, reason: 'hmac' };
+  return { ok: true, bid: checked.data };
+}
+
+/**
+ * The order every claimant applies to the same set of bids: SHA-256 of `<turn id>\n<agent>`, lowest
+ * first. A hash, not the name, so that no agent wins every turn for sorting first; the same for all,
+ * so that every claimant that saw the same bids names the same winner.
+ */
+export function bidRank(turnId: string, agent: string): string {
+  return createHash('sha256').update(`${turnId}\n${agent}`).digest('hex');
+}
+
+export function winnerOf(turnId: string, agents: Iterable<string>): string | undefined {
+  let best: { agent: string; rank: string } | undefined;
+  for (const agent of agents) {
+    const rank = bidRank(turnId, agent);
+    if (!best || rank < best.rank) best = { agent, rank };
+  }
+  return best?.agent;
+}

@@ -1,0 +1,135 @@
+import { randomBytes } from 'node:crypto';
+import type { MamConfig } from '../config/config.ts';
+import { MamError } from '../errors.ts';
+import { FleetAudit } from './fleet-audit.ts';
+import { closeFleetConnection, openFleetConnection, publishAcked, subscribeAcked } from './fleet-client.ts';
+import { agentsRoot, bidTopic, levelBelow, requireFleetSecret, turnFilter } from './fleet-names.ts';
+import { type Bid, signBid, verifyBid, winnerOf } from './turn-bids.ts';
+import type { ClaimResult } from './turn-claim.ts';
+
+export interface BrokerClaimOptions {
+  turnId: string;
+  agent: string;
+  ttlSec: number;
+  /**
+   * The settle window in ms (default 1000): how long a bidder keeps listening after its own bid came
+   * back. See docs/coordination.md for the bound this must exceed (a broker round trip plus the
+   * bidders' scheduling lag).
+   */
+  settleMs?: number | undefined;
+}
+
+export const DEFAULT_SETTLE_MS = 1_000;
+/** A fence or bid that does not come back from the broker in this long is a failure, not a loss. */
+const ECHO_TIMEOUT_MS = 10_000;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * A turn claim across hosts, over the broker alone (docs/coordination.md has the argument):
+ *
+ * 1. subscribe `<agents root>/turns/<turn>/+`, then publish an empty, unretained fence on a level of
+ *    that filter and wait for it to come back: a broker delivers a subscription's retained messages
+ *    before anything published after the SUBSCRIBE, so once the fence is back every bid already
+ *    standing has been seen — no guessing how long retained delivery takes;
+ * 2. if any unexpired bid is there, the turn is taken and nothing is published (a late claimant
+ *    never disturbs a decided turn); it listens `settle` ms more, as bidders do, so that it names
+ *    the same winner they name even when it arrived while their race was still running;
+ * 3. otherwise publish this claimant's own bid (retained, QoS 1), wait for it to come back, listen
+ *    `settle` ms more, and name the winner among every unexpired bid seen: the lowest bidRank.
+ *
+ * Every decision waits `settle` ms and then passes a closing fence: it is taken on every bid the
+ * broker routed before that fence, whatever this process was doing meanwhile (after an event-loop
+ * stall Node runs the expired timer before it reads the socket; without the fence the bids that
+ * arrived during the stall would be missed).
+ *
+ * Two claimants that both bid each reached their fence before the other's bid reached the broker
+ * (else they would have seen it and not bid), so each receives the other's bid live, and the later
+ * bid reaches the broker within one round trip of the later bidder's fence, which came back before
+ * the earlier bid did: with a settle window longer than that round trip, all bidders decide on the
+ * same set of bids and name the same winner. No clock is compared, save for the TTL.
+ */
+export async function claimTurnOverBroker(config: MamConfig, opts: BrokerClaimOptions): Promise<ClaimResult> {
+  const secret = requireFleetSecret(config);
+  const root = agentsRoot(config);
+  const settleMs = opts.settleMs ?? DEFAULT_SETTLE_MS;
+  const audit = new FleetAudit(config.logDir);
+  const prefix = `${root}/turns/${opts.turnId}`;
+  const bids = new Map<string, Bid>();
+  let myNonce: string | undefined;
+  const fences = new Map<string, () => void>();
+  const echo = deferred();
+  const conn = await openFleetConnection(config, 'claim');
+  /** Publishes an empty, unretained message on a fresh level of the turn's filter and waits for it. */
+  const passFence = async (what: string) => {
+    const topic = `${prefix}/_fence_${randomBytes(8).toString('hex')}`;
+    const back = deferred();
+    fences.set(topic, back.resolve);
+    await publishAcked(conn, topic, '', false);
+    await comeBack(back.promise, conn.broker, `turn ${opts.turnId}: our ${what}`);
+    fences.delete(topic);
+  };
+  try {
+    conn.client.on('message', (topic, payload) => {
+      const fence = fences.get(topic);
+      if (fence) return fence();
+      if (payload.length === 0) return; // a cleared bid, or another claimant's fence
+      const verdict = verifyBid({ turnId: opts.turnId, agent: levelBelow(prefix, topic) }, payload, secret);
+      if (!verdict.ok) {
+        audit.append('rejected', { what: 'turn_bid', topic, reason: verdict.reason, turn_id: opts.turnId });
+        return;
+      }
+      bids.set(verdict.bid.agent, verdict.bid);
+      if (myNonce !== undefined && verdict.bid.nonce === myNonce) echo.resolve();
+    });
+    await subscribeAcked(conn, [turnFilter(root, opts.turnId)]);
+    await passFence('fence');
+    const seen = live(bids);
+    if (seen.length > 0) {
+      await sleep(settleMs);
+      await passFence('closing fence');
+      const standing = live(bids);
+      return decide(opts, standing.length > 0 ? standing : seen, audit, false);
+    }
+    const { payload, nonce } = signBid(opts.turnId, opts.agent, opts.ttlSec, secret);
+    myNonce = nonce;
+    await publishAcked(conn, bidTopic(root, opts.turnId, opts.agent), payload, true);
+    await comeBack(echo.promise, conn.broker, `turn ${opts.turnId}: our bid`);
+    await sleep(settleMs);
+    await passFence('closing fence');
+    return decide(opts, live(bids), audit, true);
+  } finally {
+    await closeFleetConnection(conn);
+  }
+}
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve: () => void = () => undefined;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+async function comeBack(arrived: Promise<void>, broker: string, what: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), ECHO_TIMEOUT_MS)));
+  const came = await Promise.race([arrived.then(() => 'back' as const), timedOut]);
+  clearTimeout(timer);
+  if (came === 'timeout') throw new MamError(`${what} did not come back from ${broker} within ${ECHO_TIMEOUT_MS / 1000} s`);
+}
+
+/** Bids whose TTL has not run out (the reader's clock: see the docs on skew). */
+function live(bids: Map<string, Bid>): Bid[] {
+  const now = Date.now();
+  return [...bids.values()].filter((b) => Date.parse(b.expires_at) > now);
+}
+
+function decide(opts: BrokerClaimOptions, standing: Bid[], audit: FleetAudit, bid: boolean): ClaimResult {
+  const winner = winnerOf(
+    opts.turnId,
+    standing.map((b) => b.agent),
+  )!;
+  const held = standing.find((b) => b.agent === winner)!;
+  const won = winner === opts.agent;
+  audit.append(won ? 'claimed' : 'claim_lost', { turn_id: opts.turnId, agent: opts.agent, winner, via: 'broker', bid, bidders: standing.length });
+  return { turn_id: opts.turnId, agent: opts.agent, won, winner, expires_at: held.expires_at, via: 'broker' };
+}
