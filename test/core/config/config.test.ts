@@ -96,7 +96,10 @@ describe('defaults (contract §2, §7)', () => {
       heartbeatMisses: 4,
       ackTimeoutSec: 180,
       heartbeatDrainSec: 1,
+      inboxMax: 10_000,
       dispatchSecret: undefined,
+      fleetSecret: undefined,
+      agentsRoot: undefined,
       logLevel: 'warn',
       debug: false,
     });
@@ -126,6 +129,9 @@ describe('defaults (contract §2, §7)', () => {
       MAM_ACK_TIMEOUT_S: '20',
       MAM_HEARTBEAT_DRAIN_S: '0.5',
       MAM_DISPATCH_SECRET: 's3cret',
+      MAM_FLEET_SECRET: 'fl33t',
+      MAM_AGENTS_ROOT: 'acme/agents',
+      MAM_INBOX_MAX: '64',
       MAM_REGISTRY_DIR: 'reg',
       MAM_LOG_DIR: '/var/mam-logs',
     });
@@ -143,6 +149,7 @@ describe('defaults (contract §2, §7)', () => {
     });
     expect(c).toMatchObject({ topicRoot: 'acme/jobs', heartbeatSec: 2.5, heartbeatMisses: 3, ackTimeoutSec: 20, heartbeatDrainSec: 0.5 });
     expect(c.dispatchSecret).toBe('s3cret');
+    expect([c.fleetSecret, c.agentsRoot, c.inboxMax]).toEqual(['fl33t', 'acme/agents', 64]);
     // A relative folder is relative to the workspace root, not to wherever the command runs.
     expect(c.registryDir).toBe(path.join(root, 'reg'));
     expect(c.logDir).toBe('/var/mam-logs');
@@ -173,6 +180,8 @@ describe('bad values are a ConfigError naming the variable', () => {
     ['MAM_HEARTBEAT_MISSES', '0'],
     ['MAM_LOG_LEVEL', 'loud'],
     ['MQTT_CLIENT_ID_PREFIX', 'a/b'],
+    ['MAM_INBOX_MAX', '0'],
+    ['MAM_AGENTS_ROOT', 'a//b'],
   ])('%s=%s', (key, value) => {
     expect(configError(() => configIn(workspace(), { [key]: value })).message).toMatch(new RegExp(`^${key}=`));
   });
