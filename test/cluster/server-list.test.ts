@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vit
 import { spawnBin } from '../brokers/bin-process.ts';
 import { type AedesTestBroker, startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
 import { makeWorkspace, runBin, runBinAsync, type Workspace } from '../helpers/cli.ts';
+import { connectPlainClient, receivedMessages } from '../helpers/mqtt-client.ts';
 import { freePort } from '../helpers/free-port.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
@@ -191,5 +192,56 @@ describe('a broker list whose first server is down', () => {
     } finally {
       runnerWs.cleanup();
     }
+  });
+  /** The retained state a fresh client gets for `job` from the live server: what a late watcher would see. */
+  const retainedState = async (job: string): Promise<{ status: string; last_event: string } | undefined> => {
+    const client = await connectPlainClient(`mqtt://${live()}`);
+    try {
+      await client.subscribeAsync(`python/mqtt/jobs/${job}/state`, { qos: 1 });
+      await waitUntil(() => receivedMessages(client).length > 0, 2_000);
+      const got = receivedMessages(client)[0];
+      return got === undefined ? undefined : (JSON.parse(got.payload) as { status: string; last_event: string });
+    } finally {
+      await client.endAsync(true);
+    }
+  };
+
+  it('mam-close tells watchers through the next server when the first refuses', async () => {
+    const job = register();
+    const r = await runBinAsync('mam-close', ['--job', job, '--request', 'cancelled'], ws, { env: { MQTT_SERVERS: `${dead},${live()}` } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).not.toContain('were not told');
+    expect(await retainedState(job)).toMatchObject({ status: 'cancelled', last_event: 'cancelled' });
+  });
+
+  it('mam-close gets past a first server that swallows CONNECT, within its few seconds', async () => {
+    const sockets = new Set<Socket>();
+    const silent: Server = createServer((s) => sockets.add(s));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    try {
+      const address = silent.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      const job = register();
+      const t0 = Date.now();
+      const r = await runBinAsync('mam-close', ['--job', job, '--request', 'completed'], ws, { env: { MQTT_SERVERS: `127.0.0.1:${port},${live()}` } });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).not.toContain('were not told');
+      // The silent server gets half of the 3 s budget, the live one answers at once.
+      expect(Date.now() - t0).toBeLessThan(3_000 + 2_000);
+      expect(await retainedState(job)).toMatchObject({ status: 'completed', last_event: 'completed' });
+    } finally {
+      for (const s of sockets) s.destroy();
+      silent.close();
+    }
+  });
+
+  it('mam-close with every server down commits the close and warns once, naming the last server it tried', async () => {
+    const job = register();
+    const other = `127.0.0.1:${await freePort()}`;
+    const r = await runBinAsync('mam-close', ['--job', job, '--request', 'cancelled'], ws, { env: { MQTT_SERVERS: `${dead},${other}` } });
+    expect(r.code).toBe(0);
+    expect(r.stderr.match(/were not told/g)).toHaveLength(1);
+    expect(r.stderr).toContain(other);
+    expect((JSON.parse(r.stdout) as { status: string }).status).toBe('cancelled');
   });
 });

@@ -1,6 +1,9 @@
 import type { MamConfig } from '../config/config.ts';
 import { MamError } from '../errors.ts';
-import { resolveBrokerTarget } from '../mqtt/broker-target.ts';
+import { BrokerError } from '../mqtt/broker-errors.ts';
+import { atServer, resolveBrokerTarget } from '../mqtt/broker-target.ts';
+import { formatServer } from '../mqtt/server-list.ts';
+import { monotonicMs } from '../monotonic.ts';
 import type { JobRecord } from '../registry/job-record.ts';
 import type { Registry } from '../registry/registry.ts';
 import { wireJson } from '../wire/canonical-json.ts';
@@ -32,32 +35,49 @@ export function closeStatePayload(record: JobRecord, request: string, reason: st
   return signPayload(unsigned, record.auth_token);
 }
 
-/** Publishes the close notice once; resolves with the failure instead of throwing it. */
+/**
+ * Publishes the close notice, one try per server of the job's list, all within the one budget:
+ * a cluster whose first node is down still hears of the close. Resolves with the last failure
+ * instead of throwing it.
+ */
 export async function publishCloseState(config: MamConfig, record: JobRecord, request: string, reason: string = request): Promise<Error | undefined> {
   const target = resolveBrokerTarget(config.broker, record);
-  const { session, connected } = openSession(target, 'close');
-  let timer: NodeJS.Timeout | undefined;
-  const budget = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new MamError(`no acknowledgement within ${CLOSE_NOTICE_BUDGET_MS / 1000} s`)), CLOSE_NOTICE_BUDGET_MS);
-  });
-  try {
-    await Promise.race([
-      (async () => {
-        await connected;
-        await session.publish([
-          { topic: stateTopic(config.topicRoot, record.job_id), payload: wireJson(closeStatePayload(record, request, reason)), retain: true },
-        ]);
-        await session.end();
-      })(),
-      budget,
-    ]);
-    return undefined;
-  } catch (err) {
-    session.destroy();
-    return err as Error;
-  } finally {
-    clearTimeout(timer);
+  const message = { topic: stateTopic(config.topicRoot, record.job_id), payload: wireJson(closeStatePayload(record, request, reason)), retain: true };
+  const deadline = monotonicMs() + CLOSE_NOTICE_BUDGET_MS;
+  let failure: Error = new MamError(`no acknowledgement within ${CLOSE_NOTICE_BUDGET_MS / 1000} s`);
+  for (let index = 0; index < target.servers.length; index++) {
+    const left = deadline - monotonicMs();
+    if (left <= 0) break;
+    // A server that swallows the CONNECT must not eat the others' share: each gets what is left ÷ those left.
+    const share = left / (target.servers.length - index);
+    const { session, connected } = openSession(atServer(target, index), 'close');
+    let timer: NodeJS.Timeout | undefined;
+    const budget = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new MamError(`${formatServer(target.servers[index]!)}: no acknowledgement within ${(share / 1000).toFixed(1)} s`)),
+        share,
+      );
+    });
+    try {
+      await Promise.race([
+        (async () => {
+          await connected;
+          await session.publish([message]);
+          await session.end();
+        })(),
+        budget,
+      ]);
+      return undefined;
+    } catch (err) {
+      session.destroy();
+      failure = err as Error;
+      // Refused credentials or a refused topic are the same on every node of a cluster.
+      if (err instanceof BrokerError && !err.transient) return failure;
+    } finally {
+      clearTimeout(timer);
+    }
   }
+  return failure;
 }
 
 /**
