@@ -3,6 +3,7 @@ import { ConfigError, UsageError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { JobRecord } from '../registry/job-record.ts';
 import type { Registry } from '../registry/registry.ts';
+import { PresenceWatch } from '../fleet/alerts/presence-watch.ts';
 import { ActionTable, type DashboardAction, coreActions } from './actions.ts';
 import { AuthGate, MIN_TOKEN_LENGTH, isLoopbackHost } from './auth-gate.ts';
 import { DashboardServer } from './dashboard-server.ts';
@@ -25,7 +26,10 @@ export interface DashboardOptions {
   allowActions: boolean;
   /** `--registry DIR` as given, so the page's CLI lines name the same registry. */
   registryFlag?: string | undefined;
-  /** Issue 14: agent presence, for the `agent offline` count. */
+  /**
+   * Agent presence, for the `agent offline` count. Unset: with MAM_FLEET_SECRET configured, the
+   * fleet's own presence watch (docs/coordination.md); without it, no count.
+   */
   presence?: PresenceSource | undefined;
   /** Actions beyond cancel, redispatch, approve and deny (each through the core, as theirs). */
   extraActions?: readonly DashboardAction[] | undefined;
@@ -67,7 +71,8 @@ export async function startDashboard(opts: DashboardOptions): Promise<RunningDas
   const assets = loadAssets(opts.assetsDir ?? assetsDir());
   const { registry } = opts;
   const actions = new ActionTable([...coreActions({ config: opts.config, registry }), ...(opts.extraActions ?? [])], opts.registryFlag);
-  const board = new JobBoard({ presence: opts.presence, actionsFor: (row) => actions.applicable(row) });
+  const fleet = opts.presence === undefined ? watchFleetPresence(opts.config, opts.log) : undefined;
+  const board = new JobBoard({ presence: opts.presence ?? fleet?.source, actionsFor: (row) => actions.applicable(row) });
   const gate = new AuthGate(token);
   const hub = new SseHub();
   const corrupt = new Map<string, string>();
@@ -158,6 +163,7 @@ export async function startDashboard(opts: DashboardOptions): Promise<RunningDas
   poller.start();
   await server.listen();
   feed.start();
+  fleet?.watch.start();
 
   const push = setInterval(() => {
     board.sweep();
@@ -179,7 +185,30 @@ export async function startDashboard(opts: DashboardOptions): Promise<RunningDas
       clearInterval(ping);
       poller.close();
       await feed.close();
+      await fleet?.watch.stop();
       await server.close();
     },
   };
+}
+
+/**
+ * The fleet's presence watch as the board's source: a running job is `offline` when the agent
+ * named by its `agent_session` went offline or stale (as `mam agents` counts an agent's current
+ * job). The board's sweep reads it, so a death shows within one push without a job event.
+ */
+function watchFleetPresence(config: MamConfig, log: Logger): { watch: PresenceWatch; source: PresenceSource } | undefined {
+  if (config.fleetSecret === undefined) return undefined;
+  const watch = new PresenceWatch(config, {
+    log,
+    offline: (agent, detail) => log.info({ agent, detail }, 'dashboard: agent offline'),
+    rejected: (entry) => log.warn(entry, 'dashboard: presence rejected'),
+  });
+  const source: PresenceSource = {
+    isOffline: (record) => {
+      if (record.agent_session === null || record.agent_session === undefined) return false;
+      const status = watch.agentStatus(record.agent_session);
+      return status === 'offline' || status === 'stale';
+    },
+  };
+  return { watch, source };
 }

@@ -57,6 +57,12 @@ export class PresenceWatch {
     await closeFleetConnection(this.conn);
   }
 
+  /** What this watch knows of `agent` now (`stale`: online, but not refreshed for STALE_PERIODS periods); undefined for an agent never seen. */
+  agentStatus(agent: string, now = Date.now()): 'online' | 'offline' | 'stale' | undefined {
+    const k = this.known.get(agent);
+    return k === undefined ? undefined : statusOf(k.presence, now);
+  }
+
   /** Called on the monitor's tick: an online presence not refreshed for STALE_PERIODS periods. */
   checkStale(now = Date.now()): void {
     for (const [agent, k] of this.known) {
