@@ -201,4 +201,22 @@ describeWithBroker('nats-server', 'failover across a 3-node NATS cluster', () =>
     const got = lines(r.stdout);
     expect(got.map((l) => [resolvedAs(l), l.seq])).toEqual([['completed', 2]]);
   }, 120_000);
+  it('two of three nodes lost (no quorum): a publish is not delivered, in bounded time, and the disk stays right', async () => {
+    const job = registerJob();
+    await published(job, 'started', [1, 2, 0]);
+    const seqBefore = agentLastSeq(job);
+    await cluster.kill(1);
+    await cluster.kill(2);
+    // The survivor accepts TCP but cannot look an MQTT session up without a JetStream quorum: each
+    // try fails (a closed connection or no CONNACK), and the contract's attempts bound the whole.
+    const t0 = Date.now();
+    const r = await publish(job, 'progress', [0, 1, 2], ['--attempts', '3', '--detail', 'no quorum']);
+    const took = Date.now() - t0;
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/^ERROR: /m);
+    expect(took).toBeLessThan(40_000);
+    // Recorded on the agent's disk (the audit and the seq), so nothing is lost when the fleet comes back.
+    expect(agentLastSeq(job)).toBe(seqBefore + 1);
+    expect(audit(agent, job).some((e) => e.seq === seqBefore + 1)).toBe(true);
+  }, 120_000);
 });
