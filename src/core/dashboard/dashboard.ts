@@ -9,7 +9,7 @@ import { AuthGate, MIN_TOKEN_LENGTH, isLoopbackHost } from './auth-gate.ts';
 import { DashboardServer } from './dashboard-server.ts';
 import { JobBoard, type PresenceSource, noteOfPayload } from './job-board.ts';
 import { type BrokerStatus, LiveFeed } from './live-feed.ts';
-import { RecordPoller } from './record-poller.ts';
+import { RecordPoller } from '../registry/record-poller.ts';
 import { SseHub } from './sse-hub.ts';
 import { assetsDir, loadAssets } from './static-assets.ts';
 import { SUMMARY_TAIL_BYTES, TIMELINE_TAIL_BYTES, auditEntries, mergeTimeline, readAuditTail } from './timeline.ts';

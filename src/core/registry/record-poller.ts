@@ -1,8 +1,8 @@
 import { type FSWatcher, statSync, watch } from 'node:fs';
 import { CorruptRecord, NoSuchJob } from '../errors.ts';
-import type { JobRecord } from '../registry/job-record.ts';
-import type { Registry } from '../registry/registry.ts';
-import { listRecordIds } from '../registry/record-store.ts';
+import type { JobRecord } from './job-record.ts';
+import type { Registry } from './registry.ts';
+import { listRecordIds } from './record-store.ts';
 
 export interface RecordPollerEvents {
   changed(record: JobRecord): void;
@@ -22,7 +22,8 @@ interface Seen {
 }
 
 /**
- * Keeps the board in step with records that other processes write. A poll lists the folder and
+ * Keeps a reader (the dashboard's board, the monitor's alerts) in step with records that other
+ * processes write. A poll lists the folder and
  * stats each record; only files whose mtime or size changed are read and parsed, so a thousand
  * idle jobs cost a thousand stats, not a thousand parses. A change notice from the folder
  * (inotify) polls at once, so a pick or a close shows up within a moment; the timer covers the rest.
