@@ -1,11 +1,11 @@
 // Small helpers for the benchmarks: a private mosquitto, workspaces, timing, /proc sampling.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { createHmac, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 export const bin = (name) => path.join(ROOT, 'bin', `${name}.js`);
@@ -42,7 +42,7 @@ export async function startMosquitto() {
       break;
     await new Promise((r) => setTimeout(r, 50));
   }
-  return { port, stop: () => child.kill('SIGKILL') };
+  return { port, pid: child.pid, stop: () => child.kill('SIGKILL') };
 }
 
 export function workspace(env = {}) {
@@ -138,4 +138,152 @@ export function signedEvent(rec, seq) {
     .update(canonical({ ...p, data: { dispatch_token: rec.dispatch_token, attempt_id: 1 } }))
     .digest('hex');
   return JSON.stringify(p);
+}
+
+/** `writeRecord` with some fields replaced (heartbeat, idle window, agent session…), written again. */
+export function writeRecordWith(ws, jobId, status, createdAt, fields) {
+  const rec = { ...writeRecord(ws, jobId, status, createdAt), ...fields };
+  writeFileSync(path.join(ws.root, '.mam/jobs', `${jobId}.json`), `${JSON.stringify(rec, null, 2)}\n`, { mode: 0o600 });
+  return rec;
+}
+
+/** Calls `onLine(line, at)` for each line of a readable stream (`at`: when its chunk arrived, ms). */
+export function eachLine(stream, onLine) {
+  let buf = '';
+  stream.setEncoding('utf8').on('data', (d) => {
+    const at = performance.timeOrigin + performance.now();
+    buf += d;
+    let nl = buf.indexOf('\n');
+    while (nl >= 0) {
+      onLine(buf.slice(0, nl), at);
+      buf = buf.slice(nl + 1);
+      nl = buf.indexOf('\n');
+    }
+  });
+}
+
+/** Least-squares slope of `[x, y]` points (y per unit of x); 0 with fewer than two points. */
+export function slope(points) {
+  const n = points.length;
+  if (n < 2) return 0;
+  const mx = points.reduce((a, [x]) => a + x, 0) / n;
+  const my = points.reduce((a, [, y]) => a + y, 0) / n;
+  const sxx = points.reduce((a, [x]) => a + (x - mx) ** 2, 0);
+  return sxx === 0 ? 0 : points.reduce((a, [x, y]) => a + (x - mx) * (y - my), 0) / sxx;
+}
+
+/**
+ * test/helpers/cluster-brokers.ts for a plain .mjs: bundled with esbuild (the test harness itself, so
+ * a bench starts the very cluster the tests start), with `vitest` stubbed (its cleanup hooks are not
+ * used outside a test) and each helper's `import.meta.url` pinned to its own file (the harness finds
+ * docker/ and its watchdog through it). Written under node_modules/.cache so that its packages resolve.
+ */
+export async function loadClusterHarness() {
+  const esbuild = await import('esbuild');
+  const pin = (file) => readFileSync(file, 'utf8').replaceAll('import.meta.url', JSON.stringify(pathToFileURL(file).href));
+  const out = await esbuild.build({
+    entryPoints: [path.join(ROOT, 'test/helpers/cluster-brokers.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    packages: 'external',
+    write: false,
+    logLevel: 'silent',
+    plugins: [
+      {
+        name: 'bench-harness',
+        setup(build) {
+          build.onResolve({ filter: /^vitest$/ }, () => ({ path: 'vitest', namespace: 'no-vitest' }));
+          build.onLoad({ filter: /.*/, namespace: 'no-vitest' }, () => ({
+            contents: 'const noop = () => {}; export { noop as afterAll, noop as beforeAll, noop as onTestFinished, noop as describe, noop as it };',
+            loader: 'js',
+          }));
+          build.onLoad({ filter: /[/\\]test[/\\]helpers[/\\][^/\\]+\.ts$/ }, (args) => ({ contents: pin(args.path), loader: 'ts' }));
+        },
+      },
+    ],
+  });
+  const cache = path.join(ROOT, 'node_modules/.cache/mam-bench');
+  mkdirSync(cache, { recursive: true });
+  const dir = mkdtempSync(path.join(cache, 'harness-'));
+  const file = path.join(dir, 'cluster-brokers.mjs');
+  writeFileSync(file, out.outputFiles[0].text);
+  try {
+    return await import(pathToFileURL(file).href);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Kills of what `spawnLines` started (and whatever else a bench adds), run on exit: a crash leaves nothing behind. */
+export const spawned = new Set();
+process.on('exit', () => spawned.forEach((kill) => kill()));
+
+/**
+ * A child whose stdout lines go to `onLine`; `err` keeps stderr's tail, `rejectedLogs` counts the
+ * subscriber's `message rejected` warnings in it, `exited` resolves with the code (or signal).
+ */
+export function spawnLines(cmd, args, env, onLine, cwd = ROOT) {
+  const p = spawn(cmd, args, { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const r = { p, err: '', code: undefined, rejectedLogs: 0 };
+  const kill = () => p.kill('SIGKILL');
+  spawned.add(kill);
+  eachLine(p.stdout, onLine);
+  p.stderr.setEncoding('utf8').on('data', (d) => {
+    r.err = (r.err + d).slice(-20_000);
+    r.rejectedLogs += d.split('message rejected').length - 1;
+  });
+  r.exited = new Promise((resolve) => p.on('exit', (code, sig) => (spawned.delete(kill), resolve((r.code = code ?? sig)))));
+  return r;
+}
+
+/**
+ * MQTT.js options as MAM's heartbeat timer builds them (src/core/mqtt/broker-target.ts, clean session),
+ * for `{ servers: [{ host, port }…], username?, password? }`: a list moves each reconnect to the next server.
+ */
+export const mqttJsOptions = (t, role) => ({
+  host: t.servers[0].host,
+  port: t.servers[0].port,
+  ...(t.servers.length > 1 ? { servers: t.servers, connectTimeout: 3_000 } : { connectTimeout: 10_000 }),
+  protocolVersion: 4,
+  clientId: `mam-${role}-${process.pid}-${randomBytes(4).toString('hex')}`,
+  keepalive: 60,
+  username: t.username,
+  password: t.password,
+  writeCache: false,
+  reconnectPeriod: 1_000,
+  clean: true,
+});
+
+/** dist/'s bundles and library entry, by size and mtime; '' while a build has emptied dist/lib. */
+function buildStamp(root) {
+  const api = path.join(root, 'dist/lib/api/index.js');
+  if (!existsSync(api)) return '';
+  const files = [...readdirSync(path.join(root, 'dist')).filter((f) => f.endsWith('.cjs')), 'lib/api/index.js'];
+  return files.map((f) => `${f}:${statSync(path.join(root, 'dist', f)).mtimeMs}`).join(',');
+}
+
+/**
+ * A private copy of a build (package.json, bin/, dist/; node_modules linked from this tree), so that a
+ * rebuild of the working tree during a long bench does not change what is measured halfway through.
+ * A build in progress (dist/lib emptied, files changing while copied) is waited out. `sha` names the
+ * monitor's bundle. Removed on exit.
+ */
+export async function snapshotBuild(from = ROOT) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'mam-bench-build-'));
+  spawned.add(() => rmSync(dir, { recursive: true, force: true }));
+  for (let i = 0; ; i++) {
+    const before = buildStamp(from);
+    for (const f of ['package.json', 'bin', 'dist']) cpSync(path.join(from, f), path.join(dir, f), { recursive: true, force: true });
+    if (before !== '' && before === buildStamp(from)) break;
+    if (i === 60) throw new Error(`${from}: dist/ is still being rebuilt after a minute`);
+    rmSync(path.join(dir, 'dist'), { recursive: true, force: true });
+    await new Promise((r) => setTimeout(r, 1_000));
+  }
+  symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+  const sha = createHash('sha256')
+    .update(readFileSync(path.join(dir, 'dist/mam-subscribe.cjs')))
+    .digest('hex')
+    .slice(0, 12);
+  return { dir, sha, bin: (name) => path.join(dir, 'bin', `${name}.js`) };
 }
