@@ -155,14 +155,13 @@ export class AlertMonitor {
     }
   }
 
-  /** The agent's running job, the oldest if it holds several (as `mam agents` shows it). */
+  /**
+   * The agent's running job (the oldest, as `mam agents` shows it), read afresh: an agent dies once,
+   * and the in-memory registry may not have seen a pick made just before (with no registry folder
+   * when the monitor started, there is no folder notice until the next full look).
+   */
   private currentJob(agent: string): string | null {
-    let found: JobRecord | undefined;
-    for (const r of this.records.values()) {
-      if (r.status !== 'running' || r.agent_session !== agent) continue;
-      if (!found || r.created_at < found.created_at || (r.created_at === found.created_at && r.job_id < found.job_id)) found = r;
-    }
-    return found?.job_id ?? null;
+    return this.registry.list().records.find((r) => r.status === 'running' && r.agent_session === agent)?.job_id ?? null;
   }
 }
 
