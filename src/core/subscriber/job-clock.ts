@@ -65,8 +65,9 @@ export class JobClock {
   }
 }
 
-export function minOf(...values: (number | null)[]): number | null {
-  let min: number | null = null;
-  for (const v of values) if (v !== null && (min === null || v < min)) min = v;
-  return min;
+/** The earlier of two deadlines; null stands for none. */
+export function minOf(a: number | null, b: number | null): number | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return b < a ? b : a;
 }

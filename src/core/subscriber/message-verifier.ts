@@ -4,8 +4,8 @@ import type { Logger } from '../log.ts';
 import type { JobRecord } from '../registry/job-record.ts';
 import { isJobId } from '../vocabulary.ts';
 import type { Registry } from '../registry/registry.ts';
-import { parseWireJson } from '../wire/canonical-json.ts';
-import { MAX_WIRE_BYTES, eventPayloadSchema, statePayloadSchema } from '../wire/payloads.ts';
+import { parseWirePayload } from '../wire/canonical-json.ts';
+import { MAX_WIRE_BYTES, type PayloadFields, checkPayloadFast, eventPayloadSchema, statePayloadSchema } from '../wire/payloads.ts';
 import { verifyPayload } from '../wire/signature.ts';
 import { parseTopic } from '../wire/topics.ts';
 import type { VerifiedMessage } from './verified-message.ts';
@@ -21,6 +21,7 @@ export type Verdict =
 
 interface CachedRecord {
   record: JobRecord;
+  file: string;
   mtimeMs: number;
   size: number;
   /** The batch in which the file was last checked (see `verify`'s `batch`). */
@@ -61,17 +62,22 @@ export class MessageVerifier {
     if (!isJobId(jobId)) return { ok: false, reason: 'topic', detail: topic };
     if (payload.length > MAX_WIRE_BYTES) return { ok: false, reason: 'oversized', jobId, detail: `${payload.length} bytes` };
     let parsed: unknown;
+    let wireText: string | undefined;
     try {
-      parsed = parseWireJson(payload);
+      ({ value: parsed, compactText: wireText } = parseWirePayload(payload));
     } catch (err) {
       return { ok: false, reason: 'json', jobId, detail: (err as Error).message };
     }
-    const valid = where.kind === 'events' ? eventPayloadSchema.safeParse(parsed) : statePayloadSchema.safeParse(parsed);
-    if (!valid.success) {
-      const issue = valid.error.issues[0]!;
-      return { ok: false, reason: 'schema', jobId, detail: `${issue.path.join('.')}: ${issue.message}` };
+    const kind = where.kind;
+    let p: PayloadFields | undefined = checkPayloadFast(parsed, kind);
+    if (!p) {
+      const valid = kind === 'events' ? eventPayloadSchema.safeParse(parsed) : statePayloadSchema.safeParse(parsed);
+      if (!valid.success) {
+        const issue = valid.error.issues[0]!;
+        return { ok: false, reason: 'schema', jobId, detail: `${issue.path.join('.')}: ${issue.message}` };
+      }
+      p = valid.data;
     }
-    const p = valid.data;
     if (p.job_id !== jobId) return { ok: false, reason: 'topic', jobId, seq: p.seq, detail: `payload names job ${p.job_id}` };
     let record: JobRecord;
     try {
@@ -88,8 +94,8 @@ export class MessageVerifier {
     }
     const message: VerifiedMessage =
       p.event === 'state'
-        ? { kind: 'state', jobId, seq: p.seq, status: p.status, lastEvent: p.last_event, payload: parsed, retained }
-        : { kind: 'event', jobId, seq: p.seq, event: p.event, payload: parsed };
+        ? { kind: 'state', jobId, seq: p.seq, status: p.status, lastEvent: p.last_event, payload: parsed, wireText, retained }
+        : { kind: 'event', jobId, seq: p.seq, event: p.event, payload: parsed, wireText };
     return { ok: true, message, record };
   }
 
@@ -97,7 +103,7 @@ export class MessageVerifier {
   record(jobId: string, batch?: number): JobRecord {
     const cached = this.records.get(jobId);
     if (batch !== undefined && cached?.batch === batch) return cached.record;
-    const file = this.registry.paths.record(jobId);
+    const file = cached?.file ?? this.registry.paths.record(jobId);
     let stat: Stats;
     try {
       stat = statSync(file);
@@ -110,7 +116,7 @@ export class MessageVerifier {
       return cached.record;
     }
     const record = this.registry.read(jobId);
-    this.records.set(jobId, { record, mtimeMs: stat.mtimeMs, size: stat.size, batch });
+    this.records.set(jobId, { record, file, mtimeMs: stat.mtimeMs, size: stat.size, batch });
     return record;
   }
 }

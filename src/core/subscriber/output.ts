@@ -1,8 +1,12 @@
 import { isPlainObject, wireJson } from '../wire/canonical-json.ts';
 
-/** One compact JSON line per accepted event (contract §4), numbers as they stood on the wire. */
-export function jsonLine(payload: unknown): string {
-  return `${wireJson(payload)}\n`;
+/**
+ * One compact JSON line per accepted event (contract §4), numbers as they stood on the wire.
+ * `wireText`, when given, is `wireJson(payload)` already (the wire carried the payload in that form,
+ * see `WirePayload.compactText`): the line is that text, not a second serialization.
+ */
+export function jsonLine(payload: unknown, wireText?: string): string {
+  return `${wireText ?? wireJson(payload)}\n`;
 }
 
 /** `--pretty`: a line for people. */

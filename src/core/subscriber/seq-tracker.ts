@@ -11,6 +11,10 @@ export type SeqVerdict =
  */
 const MAX_SCATTERED = 4_096;
 
+// Verdicts hold no per-event data but a gap's expected seq: the common two are shared, not allocated per event.
+const DUPLICATE: SeqVerdict = Object.freeze({ kind: 'duplicate' });
+const IN_ORDER: SeqVerdict = Object.freeze({ kind: 'accepted', expectedSeq: null });
+
 /**
  * Seq bookkeeping for one job's current attempt (contract §4, "Duplicates and order", "Gaps",
  * "State"). Wire order is not seq order: heartbeats and the agent's own events race, so an unseen
@@ -43,16 +47,23 @@ export class SeqTracker {
   }
 
   acceptEvent(seq: number): SeqVerdict {
-    if (this.hasAccepted(seq)) return { kind: 'duplicate' };
+    if (this.hasAccepted(seq)) return DUPLICATE;
     this.#remember(seq);
     const expected = this.#lastSeen === null ? null : this.#lastSeen + 1;
     const gap = expected !== null && seq > expected;
     if (this.#lastSeen === null || seq > this.#lastSeen) this.#lastSeen = seq;
     if (seq > this.#newest) this.#newest = seq;
-    return { kind: 'accepted', expectedSeq: gap ? expected : null };
+    return gap ? { kind: 'accepted', expectedSeq: expected } : IN_ORDER;
   }
 
   #remember(seq: number): void {
+    // The next seq of the run, with room left below the fold: what adding it and then folding the
+    // run would do, without the set (the common case, events in order).
+    if (seq === this.#floor + 1 && this.#scattered.size < MAX_SCATTERED) {
+      this.#floor = seq;
+      while (this.#scattered.delete(this.#floor + 1)) this.#floor++;
+      return;
+    }
     this.#scattered.add(seq);
     if (this.#scattered.size > MAX_SCATTERED) {
       const sorted = [...this.#scattered].sort((a, b) => a - b);

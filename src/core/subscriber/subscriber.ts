@@ -26,7 +26,8 @@ export interface SubscribeOptions {
   /** `--remote`: mirror accepted `started` and terminal events into the local record. */
   remote: boolean;
   write: (text: string) => void;
-  format: (payload: unknown) => string;
+  /** `wireText`: the payload's compact JSON when the wire carried exactly that (`jsonLine` prints it as is). */
+  format: (payload: unknown, wireText?: string) => string;
   log: Logger;
   /** Resolves when SIGINT/SIGTERM (or the program running the watch) asks it to end. */
   stopSignal?: Promise<unknown> | undefined;
@@ -177,7 +178,7 @@ export class Subscriber {
       if (this.finished) return;
       switch (action.type) {
         case 'print':
-          this.print(this.opts.format(action.payload));
+          this.print(this.opts.format(action.payload, action.wireText));
           this.opts.onPrinted?.(action.jobId, action.event, action.payload);
           if (action.via === 'event' && action.event !== null) this.mirror?.mirror(action.jobId, action.event, action.seq ?? 0, action.payload);
           break;

@@ -12,6 +12,8 @@ export interface VerifiedEvent {
   event: LifecycleEvent;
   /** The payload as it should be printed. */
   payload: unknown;
+  /** The payload's text when the wire carried it in its own compact form: the line to print as is (`WirePayload.compactText`). */
+  wireText?: string | undefined;
 }
 
 export interface VerifiedState {
@@ -21,6 +23,8 @@ export interface VerifiedState {
   status: JobStatus;
   lastEvent: string;
   payload: unknown;
+  /** As `VerifiedEvent.wireText`. */
+  wireText?: string | undefined;
   retained: boolean;
 }
 

@@ -13,6 +13,8 @@ export interface PrintAction {
   type: 'print';
   jobId: string;
   payload: unknown;
+  /** `payload`'s compact JSON when the wire carried exactly that (`VerifiedEvent.wireText`): printed without writing it again. */
+  wireText?: string | undefined;
   via: WatchSource;
   /** The message's seq; null for a line from the registry. */
   seq: number | null;

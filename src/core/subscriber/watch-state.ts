@@ -49,6 +49,12 @@ export class WatchState {
   readonly #now: MonotonicClock;
   readonly #flags: WatchTimeoutFlags;
   readonly #jobs = new Map<string, TrackedJob>();
+  /**
+   * The earliest deadline of the unresolved jobs (null: none has one), kept as deadlines move so
+   * that a monitor of many jobs does not walk them all twice per message; undefined when it must be
+   * computed again (the job that held it moved its deadline later, or was resolved).
+   */
+  #jobsDeadline: number | null | undefined = null;
   #firstConnectDeadline: number | null;
   #connected = false;
   #closed = false;
@@ -79,9 +85,7 @@ export class WatchState {
   /** The earliest monotonic ms at which `onTick` can change something; null when nothing is due. */
   get nextDeadline(): number | null {
     if (this.#closed) return null;
-    let next = this.#firstConnectDeadline;
-    for (const job of this.#jobs.values()) if (!job.resolution) next = minOf(next, job.clock.nextDeadline);
-    return next;
+    return minOf(this.#firstConnectDeadline, this.#earliestJobDeadline());
   }
 
   /** Jobs still awaiting an outcome: the ones whose registry record the adapter should poll. */
@@ -124,8 +128,10 @@ export class WatchState {
     if (verdict.expectedSeq !== null) {
       actions.push({ type: 'audit', jobId: job.jobId, entry: { type: 'seq_gap', seq: msg.seq, expected: verdict.expectedSeq } });
     }
+    const before = job.clock.nextDeadline;
     job.clock.markEvent(this.#now());
-    actions.push({ type: 'print', jobId: job.jobId, payload: msg.payload, via: 'event', seq: msg.seq, event: msg.event });
+    this.#deadlineMoved(before, job.clock.nextDeadline);
+    actions.push({ type: 'print', jobId: job.jobId, payload: msg.payload, wireText: msg.wireText, via: 'event', seq: msg.seq, event: msg.event });
     const status = terminalStatusOf(msg.event);
     if (status) actions.push(...this.#resolve(job, { status, via: 'event', seq: msg.seq }));
     return actions;
@@ -138,10 +144,14 @@ export class WatchState {
     // States echo events; after the job is resolved they carry nothing new, so no audit either.
     if (!job || job.resolution) return [];
     if (isTerminalStatus(msg.status)) {
-      const print: WatchAction = { type: 'print', jobId: job.jobId, payload: msg.payload, via: 'state', seq: msg.seq, event: null };
+      const print: WatchAction = { type: 'print', jobId: job.jobId, payload: msg.payload, wireText: msg.wireText, via: 'state', seq: msg.seq, event: null };
       return [print, ...this.#resolve(job, { status: msg.status, via: 'state', seq: msg.seq })];
     }
-    if (job.seqs.noteState(msg.seq)) job.clock.renew(this.#now());
+    if (job.seqs.noteState(msg.seq)) {
+      const before = job.clock.nextDeadline;
+      job.clock.renew(this.#now());
+      this.#deadlineMoved(before, job.clock.nextDeadline);
+    }
     return [];
   }
 
@@ -189,7 +199,24 @@ export class WatchState {
   #track(jobId: string, startedAt: number, limits: JobLimitsMs, lastSeq: number | undefined): TrackedJob {
     const job: TrackedJob = { jobId, seqs: new SeqTracker(lastSeq), clock: new JobClock(startedAt, limits), resolution: null };
     this.#jobs.set(jobId, job);
+    this.#deadlineMoved(null, job.clock.nextDeadline);
     return job;
+  }
+
+  /** Keeps `#jobsDeadline` right when an unresolved job's deadline went from `before` to `after` (null: none). */
+  #deadlineMoved(before: number | null, after: number | null): void {
+    const earliest = this.#jobsDeadline;
+    if (earliest === undefined || before === after) return;
+    if (after !== null && (earliest === null || after < earliest)) this.#jobsDeadline = after;
+    else if (before !== null && before === earliest) this.#jobsDeadline = undefined;
+  }
+
+  #earliestJobDeadline(): number | null {
+    if (this.#jobsDeadline !== undefined) return this.#jobsDeadline;
+    let next: number | null = null;
+    for (const job of this.#jobs.values()) if (!job.resolution) next = minOf(next, job.clock.nextDeadline);
+    this.#jobsDeadline = next;
+    return next;
   }
 
   /** The job a message names; in monitor mode an unknown job is watched on first sight. */
@@ -223,6 +250,7 @@ export class WatchState {
 
   #resolve(job: TrackedJob, resolution: Resolution): WatchAction[] {
     job.resolution = resolution;
+    this.#deadlineMoved(job.clock.nextDeadline, null);
     const actions: WatchAction[] = [{ type: 'resolved', jobId: job.jobId, status: resolution.status, via: resolution.via }];
     // Contract §4: monitor mode never exits on a terminal; several --jobs end when all are resolved.
     if (this.#monitor) return actions;
@@ -242,6 +270,9 @@ export class WatchState {
     if (this.#firstConnectDeadline !== null && now >= this.#firstConnectDeadline) {
       return [this.#exit({ type: 'exit', reason: 'broker_unreachable' })];
     }
+    // Before the earliest deadline no clock can have run out: the walk below would find nothing.
+    const earliest = this.#earliestJobDeadline();
+    if (earliest === null || now < earliest) return null;
     let first: { jobId: string; kind: 'wall' | 'idle'; at: number } | null = null;
     for (const job of this.#jobs.values()) {
       if (job.resolution) continue;

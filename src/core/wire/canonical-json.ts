@@ -112,11 +112,72 @@ function write(value: unknown, sortKeys: boolean, depth: number): string {
     return `[${items.join(',')}]`;
   }
   if (!isPlainObject(value)) throw new WireEncodeError(`a ${value.constructor?.name ?? 'exotic'} object has no JSON spelling`);
-  // Undefined members are left out, as JSON.stringify does; both writers agree, so signatures hold.
-  const keys = Object.keys(value).filter((key) => value[key] !== undefined);
-  if (sortKeys) keys.sort(compareCodePoints);
-  const members = keys.map((key) => `${quote(key)}:${write(value[key], sortKeys, depth + 1)}`);
-  return `{${members.join(',')}}`;
+  return writeObject(value, sortKeys, depth);
+}
+
+/**
+ * `canonicalJson(value)` with the member `key` of the object `value[parent]` left out, as if deleted
+ * from a copy first: the message a signature covers (its own `data.hmac_sig` left out), without
+ * copying the payload each time a message is verified.
+ */
+export function canonicalJsonWithout(value: Record<string, unknown>, parent: string, key: string): string {
+  if (!isPlainObject(value)) return canonicalJson(value);
+  return writeObject(value, true, 0, undefined, { parent, key });
+}
+
+/**
+ * An object's members: one string built in place, not an array of members joined, since both
+ * writers run on every message a monitor verifies and prints. Undefined members are left out, as
+ * JSON.stringify does; both writers agree, so signatures hold. `skip` is a member left out of this
+ * object, `omit` one left out of one member object (as in `canonicalJsonWithout`).
+ */
+function writeObject(value: Record<string, unknown>, sortKeys: boolean, depth: number, skip?: string, omit?: { parent: string; key: string }): string {
+  const keys = Object.keys(value);
+  if (sortKeys) sortByCodePoint(keys);
+  let out = '{';
+  for (const key of keys) {
+    if (key === skip) continue;
+    const member = value[key];
+    if (member === undefined) continue;
+    if (out.length > 1) out += ',';
+    const text =
+      omit !== undefined && key === omit.parent && isPlainObject(member)
+        ? writeObject(member, sortKeys, depth + 1, omit.key)
+        : write(member, sortKeys, depth + 1);
+    out += `${quote(key)}:${text}`;
+  }
+  return `${out}}`;
+}
+
+const SURROGATE = /[\ud800-\udfff]/;
+/** Small key lists (a payload has 7 to 9 keys, its data 3 or so) are sorted by insertion, in place. */
+const INSERTION_SORT_MAX = 24;
+
+/**
+ * Sorts keys as `compareCodePoints` does. Without a surrogate in any key every code point is one
+ * UTF-16 unit, so the code-point order is the engine's own `<` on strings; and the keys of an object
+ * are distinct, so any correct sort by `<` yields that one order.
+ */
+function sortByCodePoint(keys: string[]): void {
+  for (const key of keys) {
+    if (SURROGATE.test(key)) {
+      keys.sort(compareCodePoints);
+      return;
+    }
+  }
+  if (keys.length > INSERTION_SORT_MAX) {
+    keys.sort();
+    return;
+  }
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i]!;
+    let j = i - 1;
+    while (j >= 0 && keys[j]! > key) {
+      keys[j + 1] = keys[j]!;
+      j--;
+    }
+    keys[j + 1] = key;
+  }
 }
 
 /**
@@ -138,8 +199,13 @@ export function compareCodePoints(a: string, b: string): number {
 const SHORT_ESCAPES: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what must be escaped.
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\u007f-\uffff]/g;
+// The same class, to test (no `g`, so no lastIndex to carry between calls).
+// biome-ignore lint/suspicious/noControlCharactersInRegex: as above.
+const HAS_ESCAPE = /["\\\u0000-\u001f\u007f-\uffff]/;
 
 function quote(s: string): string {
+  // Most strings (keys, ids, tokens, timestamps) need no escape: replace() would copy them unchanged.
+  if (!HAS_ESCAPE.test(s)) return `"${s}"`;
   const body = s.replace(NEEDS_ESCAPE, (ch) => SHORT_ESCAPES[ch] ?? `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
   return `"${body}"`;
 }
@@ -152,43 +218,159 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+/** A payload read by `parseWirePayload`. */
+export interface WirePayload {
+  /** What `parseWireJson` returns: numbers as `LosslessNumber` lexemes. */
+  value: unknown;
+  /**
+   * The text itself when it is already its own compact form (`wireJson(value) === compactText`, as
+   * every payload a MAM sender writes is), so that a receiver can print it without writing it again;
+   * undefined otherwise (spaces, escapes, non-ASCII, keys the engine reorders, duplicate keys).
+   */
+  compactText: string | undefined;
+}
+
 /**
  * Reads a payload as receivers must: numbers stay `LosslessNumber` so their lexemes can be verified.
  * Throws only `WireParseError`. A duplicate key is refused (Python would keep the last value, other
  * parsers the first: a signature must not mean two things); duplicates with equal values are merged.
  */
 export function parseWireJson(input: string | Uint8Array): unknown {
+  return parseWirePayload(input).value;
+}
+
+/** `parseWireJson`, and whether the text is already its own compact form (see `WirePayload`). */
+export function parseWirePayload(input: string | Uint8Array): WirePayload {
   let text: string;
   try {
     text = typeof input === 'string' ? input : utf8.decode(input);
   } catch {
     throw new WireParseError('not valid UTF-8');
   }
-  assertDepth(text);
+  const scan = scanText(text);
+  const fast = scan.indexKeys ? undefined : parseNative(text, scan);
+  if (fast) return { value: fast.value, compactText: scan.compact ? text : undefined };
   try {
-    return parse(text);
+    return { value: parse(text), compactText: undefined };
   } catch (err) {
     throw new WireParseError(err instanceof Error ? err.message : String(err));
   }
 }
 
-/** lossless-json recurses per level; a 256 KiB `[[[[…` would overflow the stack before it failed. */
-function assertDepth(text: string): void {
+/** What one pass over a text found; only meaningful when the text is valid JSON. */
+interface TextScan {
+  /** `:` outside strings: every member of every object, duplicates included. */
+  members: number;
+  /** The number tokens, in text order. */
+  numbers: string[];
+  /** Some key starts with a digit: an array-index key (`"0"`) is enumerated first, wherever it stands. */
+  indexKeys: boolean;
+  /**
+   * No whitespace outside strings; only printable ASCII and no backslash inside them. Read by the
+   * JSON.parse path (no index key, no duplicate), such a text is what wireJson writes back: members
+   * in text order, strings that need no escape, lexemes as they stand, nothing between tokens.
+   */
+  compact: boolean;
+}
+
+function scanText(text: string): TextScan {
   let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
+  let members = 0;
+  const numbers: string[] = [];
+  let indexKeys = false;
+  let compact = true;
+  let lastString = -1;
+  const n = text.length;
+  for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++;
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) {
-      inString = true;
+    if (c === 0x22) {
+      lastString = i;
+      for (i++; i < n; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x22) break;
+        if (d === 0x5c) {
+          compact = false;
+          i++;
+        } else if (d < 0x20 || d > 0x7e) {
+          compact = false;
+        }
+      }
     } else if (c === 0x5b || c === 0x7b) {
       if (++depth > MAX_JSON_DEPTH) throw new WireParseError(`nested deeper than ${MAX_JSON_DEPTH} levels`);
     } else if (c === 0x5d || c === 0x7d) {
       depth--;
+    } else if (c === 0x3a) {
+      members++;
+      const first = lastString >= 0 ? text.charCodeAt(lastString + 1) : 0;
+      if (first >= 0x30 && first <= 0x39) indexKeys = true;
+    } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      const start = i;
+      while (i + 1 < n && isNumberChar(text.charCodeAt(i + 1))) i++;
+      numbers.push(text.slice(start, i + 1));
+    } else if (c <= 0x20 || c > 0x7e) {
+      compact = false;
     }
   }
+  return { members, numbers, indexKeys, compact };
+}
+
+/** Digits, sign, point and exponent: what a JSON number token is made of (no bracket or quote). */
+function isNumberChar(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e || c === 0x65 || c === 0x45;
+}
+
+/**
+ * lossless-json's result, computed by the engine's own JSON.parse (several times faster) where that
+ * is provably the same:
+ * - JSON.parse and lossless-json accept the same grammar (strings, escapes, whitespace, literals,
+ *   number tokens); a text JSON.parse refuses goes to lossless-json, which words the refusal;
+ * - both build plain objects member by member in text order (an own `__proto__` key included);
+ * - no key starts with a digit, so no array-index key is enumerated out of text order, and a walk
+ *   of the result in key order meets the values in text order: the k-th number it meets is the
+ *   k-th number token, which becomes that `LosslessNumber` (`1.0`, `-0`, `1e400` and big integers
+ *   keep their lexemes: the double JSON.parse made of them is dropped);
+ * - a duplicate key, which lossless-json refuses or merges, leaves fewer members than the text has:
+ *   then lossless-json decides. The walk also checks it met as many numbers as there are tokens.
+ * Undefined when any of this does not hold.
+ */
+function parseNative(text: string, scan: TextScan): { value: unknown } | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const { numbers } = scan;
+  if (typeof value === 'number') return numbers.length === 1 ? { value: new LosslessNumber(numbers[0]!) } : undefined;
+  if (typeof value !== 'object' || value === null) return scan.members === 0 && numbers.length === 0 ? { value } : undefined;
+  const walk = { numbers, next: 0, members: 0 };
+  losslessNumbers(value as Record<string, unknown>, walk);
+  return walk.members === scan.members && walk.next === numbers.length ? { value } : undefined;
+}
+
+/** Replaces every number under `container` by the next lexeme of `walk`, in place, counting object members. */
+function losslessNumbers(container: Record<string, unknown> | unknown[], walk: { numbers: string[]; next: number; members: number }): void {
+  if (Array.isArray(container)) {
+    for (let i = 0; i < container.length; i++) {
+      const item: unknown = container[i];
+      if (typeof item === 'number') container[i] = lexeme(walk);
+      else if (typeof item === 'object' && item !== null) losslessNumbers(item as Record<string, unknown>, walk);
+    }
+    return;
+  }
+  for (const key of Object.keys(container)) {
+    walk.members++;
+    const member = container[key];
+    // An own "__proto__" member is a data property: assigning it sets its value, not the prototype.
+    if (typeof member === 'number') container[key] = lexeme(walk);
+    else if (typeof member === 'object' && member !== null) losslessNumbers(member as Record<string, unknown>, walk);
+  }
+}
+
+function lexeme(walk: { numbers: string[]; next: number }): LosslessNumber {
+  // Past the last token (which valid JSON cannot do) the count check in parseNative refuses the result.
+  const token = walk.numbers[walk.next++];
+  return new LosslessNumber(token ?? '0');
 }
 
 /**

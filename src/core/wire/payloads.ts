@@ -2,7 +2,7 @@ import { isLosslessNumber } from 'lossless-json';
 import * as z from 'zod/mini';
 import '../zod-messages.ts';
 import { UsageError } from '../errors.ts';
-import { JOB_STATUSES, type JobStatus, LIFECYCLE_EVENTS, type LifecycleEvent, RESERVED_DATA_KEYS, jobIdSchema } from '../vocabulary.ts';
+import { JOB_STATUSES, type JobStatus, LIFECYCLE_EVENTS, type LifecycleEvent, RESERVED_DATA_KEYS, isJobId, jobIdSchema } from '../vocabulary.ts';
 import { isPlainObject, normalizeForSigning, parseWireJson, wireJson } from './canonical-json.ts';
 import { WireEncodeError, WireParseError } from './wire-errors.ts';
 
@@ -25,9 +25,10 @@ const fromLexeme = (value: unknown): unknown => (isLosslessNumber(value) && /^-?
 const positiveInt = z.pipe(z.transform(fromLexeme), z.int().check(z.minimum(1)));
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
+const HMAC_SIG = /^[0-9a-f]{64}$/;
 
 const signedData = z.looseObject({
-  hmac_sig: z.string().check(z.regex(/^[0-9a-f]{64}$/, 'expected 64 lowercase hex digits')),
+  hmac_sig: z.string().check(z.regex(HMAC_SIG, 'expected 64 lowercase hex digits')),
   dispatch_token: z.string(),
   attempt_id: positiveInt,
 });
@@ -51,6 +52,52 @@ export const statePayloadSchema = z.looseObject({
 });
 export type EventPayload = z.output<typeof eventPayloadSchema>;
 export type StatePayload = z.output<typeof statePayloadSchema>;
+
+/** The fields of a valid payload that a receiver decides on, as the schemas output them. */
+export type PayloadFields =
+  | (Pick<EventPayload, 'seq' | 'job_id' | 'event'> & { data: Pick<EventPayload['data'], 'attempt_id' | 'dispatch_token'> })
+  | (Pick<StatePayload, 'seq' | 'job_id' | 'event' | 'status' | 'last_event'> & { data: Pick<StatePayload['data'], 'attempt_id' | 'dispatch_token'> });
+
+const EVENT_NAMES: ReadonlySet<string> = new Set(LIFECYCLE_EVENTS);
+const STATUS_NAMES: ReadonlySet<string> = new Set(JOB_STATUSES);
+/** An integer lexeme of 1 to 15 digits: at least 1 and below 10^15, so a safe integer. */
+const SMALL_POSITIVE_INT = /^[1-9]\d{0,14}$/;
+
+const smallPositiveInt = (value: unknown): number | undefined =>
+  isLosslessNumber(value) && SMALL_POSITIVE_INT.test(value.value) ? Number(value.value) : undefined;
+
+/**
+ * `eventPayloadSchema` (kind `events`) or `statePayloadSchema` (kind `state`) for the payloads
+ * senders write, without zod's cost on every message a monitor reads: the fields zod would output,
+ * or undefined, and then zod decides (and words the refusal). Each check implies zod's: plain
+ * objects where zod wants objects; `schema_version` the lexeme `1` (fromLexeme gives 1); `seq` and
+ * `attempt_id` integer lexemes of 1–15 digits without a leading zero (fromLexeme gives an integer
+ * from 1 to below 10^15, which z.int() and the minimum of 1 accept, the same number); the strings,
+ * patterns and names of the schemas. Anything else (a JS number, a 16-digit seq) is left to zod.
+ */
+export function checkPayloadFast(parsed: unknown, kind: 'events' | 'state'): PayloadFields | undefined {
+  if (!isPlainObject(parsed)) return undefined;
+  const data = parsed.data;
+  if (!isPlainObject(data)) return undefined;
+  const version = parsed.schema_version;
+  if (!isLosslessNumber(version) || version.value !== '1') return undefined;
+  const seq = smallPositiveInt(parsed.seq);
+  const attemptId = smallPositiveInt(data.attempt_id);
+  if (seq === undefined || attemptId === undefined) return undefined;
+  const { job_id: jobId, timestamp, detail, event } = parsed;
+  if (typeof jobId !== 'string' || !isJobId(jobId)) return undefined;
+  if (typeof timestamp !== 'string' || !TIMESTAMP.test(timestamp) || typeof detail !== 'string') return undefined;
+  const { hmac_sig: sig, dispatch_token: dispatchToken } = data;
+  if (typeof sig !== 'string' || !HMAC_SIG.test(sig) || typeof dispatchToken !== 'string') return undefined;
+  const fieldsData = { attempt_id: attemptId, dispatch_token: dispatchToken };
+  if (kind === 'events') {
+    if (typeof event !== 'string' || !EVENT_NAMES.has(event)) return undefined;
+    return { seq, job_id: jobId, event: event as LifecycleEvent, data: fieldsData };
+  }
+  const { status, last_event: lastEvent } = parsed;
+  if (event !== 'state' || typeof status !== 'string' || !STATUS_NAMES.has(status) || typeof lastEvent !== 'string') return undefined;
+  return { seq, job_id: jobId, event, status: status as JobStatus, last_event: lastEvent, data: fieldsData };
+}
 
 export interface PayloadData {
   dispatch_token: string;

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { canonicalJson, isPlainObject, normalizeForSigning } from './canonical-json.ts';
+import { canonicalJson, canonicalJsonWithout, isPlainObject, normalizeForSigning } from './canonical-json.ts';
 import { WireEncodeError } from './wire-errors.ts';
 
 /**
@@ -12,10 +12,17 @@ const SIG_PATTERN = /^[0-9a-f]{64}$/;
 
 /** HMAC-SHA256 (lowercase hex) of the canonical JSON of `payloadWithoutSig`, numbers as they stand. */
 export function computeHmac(payloadWithoutSig: unknown, key: string | Uint8Array): string {
-  return createHmac('sha256', typeof key === 'string' ? Buffer.from(key, 'utf8') : key)
-    .update(canonicalJson(payloadWithoutSig), 'utf8')
-    .digest('hex');
+  return hmacHex(canonicalJson(payloadWithoutSig), key);
 }
+
+function hmacHex(message: string, key: string | Uint8Array): string {
+  // A string key is taken as its UTF-8 bytes by createHmac itself, without a Buffer made here first.
+  return createHmac('sha256', key).update(message, 'utf8').digest('hex');
+}
+
+/** The two signatures compared, as ASCII: filled in place, since a monitor verifies every message it reads. */
+const expectedBytes = Buffer.alloc(64);
+const givenBytes = Buffer.alloc(64);
 
 export type Signed<T extends { data: object }> = T & { data: T['data'] & { hmac_sig: string } };
 
@@ -42,11 +49,15 @@ export function signPayload<T extends { data: object }>(payload: T, key: string)
 export function verifyPayload(parsed: unknown, key: string): boolean {
   try {
     if (key.length === 0) return false;
-    const unsigned = withoutSig(parsed);
-    const sig = isPlainObject(parsed) && isPlainObject(parsed.data) ? parsed.data.hmac_sig : undefined;
-    if (unsigned === undefined || typeof sig !== 'string' || !SIG_PATTERN.test(sig)) return false;
-    const expected = computeHmac(unsigned, key);
-    return timingSafeEqual(Buffer.from(expected, 'ascii'), Buffer.from(sig, 'ascii'));
+    if (!isPlainObject(parsed) || !isPlainObject(parsed.data)) return false;
+    const sig = parsed.data.hmac_sig;
+    if (typeof sig !== 'string' || !SIG_PATTERN.test(sig)) return false;
+    // The canonical JSON of the payload without data.hmac_sig, as computeHmac(withoutSig(parsed)) writes it.
+    const expected = hmacHex(canonicalJsonWithout(parsed, 'data', 'hmac_sig'), key);
+    // Both are 64 lowercase hex digits (the pattern above; a hex digest), so 64 bytes each.
+    expectedBytes.write(expected, 'latin1');
+    givenBytes.write(sig, 'latin1');
+    return timingSafeEqual(expectedBytes, givenBytes);
   } catch {
     // A value canonicalJson cannot write (too deep, say) cannot have been signed.
     return false;

@@ -52,11 +52,14 @@ export interface ParsedTopic {
  * payload's `job_id` against this: a message is accepted only on its own job's topic (§4).
  */
 export function parseTopic(root: string, topic: string): ParsedTopic | undefined {
-  if (!topic.startsWith(`${root}/`)) return undefined;
-  const levels = topic.slice(root.length + 1).split('/');
-  if (levels.length !== 2) return undefined;
-  const [jobId = '', kind = ''] = levels;
-  if (jobId === '' || /[+#]/.test(jobId)) return undefined;
+  // Index arithmetic rather than a split: a monitor parses the topic of every message it reads.
+  const start = root.length + 1;
+  if (topic.charCodeAt(root.length) !== 0x2f || !topic.startsWith(root)) return undefined;
+  const slash = topic.indexOf('/', start);
+  if (slash === -1 || topic.indexOf('/', slash + 1) !== -1) return undefined;
+  const jobId = topic.slice(start, slash);
+  const kind = topic.slice(slash + 1);
+  if (jobId === '' || jobId.includes('+') || jobId.includes('#')) return undefined;
   if (!(TOPIC_KINDS as readonly string[]).includes(kind)) return undefined;
   return { jobId, kind: kind as TopicKind };
 }

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SeqTracker } from '../../../src/core/subscriber/seq-tracker.ts';
 
@@ -34,5 +35,34 @@ describe('SeqTracker memory', () => {
     for (let seq = 3; seq <= 1_000; seq++) seqs.acceptEvent(seq);
     expect(seqs.acceptEvent(2).kind).toBe('accepted');
     expect(seqs.scatteredCount).toBe(0);
+  });
+});
+
+describe('SeqTracker verdicts', () => {
+  it('any order, below the fold: what a set of every accepted seq says (duplicates, gaps against the highest seen)', () => {
+    fc.assert(
+      fc.property(
+        fc.option(fc.integer({ min: 0, max: 5 }), { nil: undefined }),
+        fc.array(fc.integer({ min: 1, max: 40 }), { maxLength: 80 }),
+        (baseline, seqs) => {
+          const tracker = new SeqTracker(baseline);
+          const accepted = new Set<number>();
+          let lastSeen = baseline ?? null;
+          for (const seq of seqs) {
+            const verdict = tracker.acceptEvent(seq);
+            if (accepted.has(seq)) {
+              expect(verdict).toEqual({ kind: 'duplicate' });
+              continue;
+            }
+            accepted.add(seq);
+            const gap = lastSeen !== null && seq > lastSeen + 1;
+            expect(verdict).toEqual({ kind: 'accepted', expectedSeq: gap ? lastSeen! + 1 : null });
+            if (lastSeen === null || seq > lastSeen) lastSeen = seq;
+            for (let s = 1; s <= 41; s++) expect(tracker.hasAccepted(s)).toBe(accepted.has(s));
+          }
+        },
+      ),
+      { numRuns: 1000 },
+    );
   });
 });
