@@ -12,6 +12,19 @@ import { waitUntil } from '../helpers/wait.ts';
  * A broker list with a dead server in it, on the in-process broker (no cluster needed): what each
  * command does when the server it tries first does not answer (docs/cluster.md).
  */
+/** A server that accepts connections and never answers (closed when the test ends): `host:port`. */
+async function startSilentServer(): Promise<{ address: string }> {
+  const sockets = new Set<Socket>();
+  const silent: Server = createServer((s) => sockets.add(s));
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  onTestFinished(() => {
+    for (const s of sockets) s.destroy();
+    silent.close();
+  });
+  const address = silent.address();
+  return { address: `127.0.0.1:${typeof address === 'object' && address ? address.port : 0}` };
+}
+
 describe('a broker list whose first server is down', () => {
   useBrokerCleanup();
   let broker: AedesTestBroker;
@@ -77,21 +90,12 @@ describe('a broker list whose first server is down', () => {
 
   it('mam-subscribe gets past a server that accepts the connection and never answers, within its first-connect window', async () => {
     // A host that swallows CONNECT: no refusal to move on from, only the per-server timeout.
-    const sockets = new Set<Socket>();
-    const silent: Server = createServer((s) => sockets.add(s));
-    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
-    try {
-      const address = silent.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      const job = register();
-      const sub = spawnBin('mam-subscribe', ['--job', job], ws, { env: { MQTT_SERVERS: `127.0.0.1:${port},${live()}` } });
-      await sub.waitForStderr(/^SUBSCRIBED /m, 10_000);
-      expect((await runBinAsync('mam-publish', ['--job', job, '--event', 'completed'], ws, { env: { MQTT_SERVERS: live() } })).code).toBe(0);
-      expect((await sub.result).code).toBe(0);
-    } finally {
-      for (const s of sockets) s.destroy();
-      silent.close();
-    }
+    const silent = await startSilentServer();
+    const job = register();
+    const sub = spawnBin('mam-subscribe', ['--job', job], ws, { env: { MQTT_SERVERS: `${silent.address},${live()}` } });
+    await sub.waitForStderr(/^SUBSCRIBED /m, 10_000);
+    expect((await runBinAsync('mam-publish', ['--job', job, '--event', 'completed'], ws, { env: { MQTT_SERVERS: live() } })).code).toBe(0);
+    expect((await sub.result).code).toBe(0);
   });
 
   /**
@@ -215,24 +219,15 @@ describe('a broker list whose first server is down', () => {
   });
 
   it('mam-close gets past a first server that swallows CONNECT, within its few seconds', async () => {
-    const sockets = new Set<Socket>();
-    const silent: Server = createServer((s) => sockets.add(s));
-    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
-    try {
-      const address = silent.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      const job = register();
-      const t0 = Date.now();
-      const r = await runBinAsync('mam-close', ['--job', job, '--request', 'completed'], ws, { env: { MQTT_SERVERS: `127.0.0.1:${port},${live()}` } });
-      expect(r.code, r.stderr).toBe(0);
-      expect(r.stderr).not.toContain('were not told');
-      // The silent server gets half of the 3 s budget, the live one answers at once.
-      expect(Date.now() - t0).toBeLessThan(3_000 + 2_000);
-      expect(await retainedState(job)).toMatchObject({ status: 'completed', last_event: 'completed' });
-    } finally {
-      for (const s of sockets) s.destroy();
-      silent.close();
-    }
+    const silent = await startSilentServer();
+    const job = register();
+    const t0 = Date.now();
+    const r = await runBinAsync('mam-close', ['--job', job, '--request', 'completed'], ws, { env: { MQTT_SERVERS: `${silent.address},${live()}` } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).not.toContain('were not told');
+    // The silent server gets half of the 3 s budget, the live one answers at once.
+    expect(Date.now() - t0).toBeLessThan(3_000 + 2_000);
+    expect(await retainedState(job)).toMatchObject({ status: 'completed', last_event: 'completed' });
   });
 
   it('mam-close with every server down commits the close and warns once, naming the last server it tried', async () => {
