@@ -14,8 +14,38 @@ const entryPoints = readdirSync(path.join(root, 'src/bin'))
   .filter((f) => f.endsWith('.ts'))
   .map((f) => path.join(root, 'src/bin', f));
 
+// Built-ins and small dependencies that a bin loaded at start-up and rarely or never uses, each
+// served by a stand-in in scripts/shims/ that says why that is safe: child_process (lazy),
+// worker_threads (write-file-atomic's), signal-exit 3 and graceful-fs (proper-lockfile's). A
+// publish loads no worker_threads, child_process, assert or fs streams any more: ~7 ms CPU and
+// 1.4 MiB of peak RSS less (bench/README.md). Scoped by importer, so no other package sees one;
+// test/cli/startup-shims.test.ts holds the list.
+const requireFromRoot = createRequire(path.join(root, 'package.json'));
+const shim = (name) => path.join(root, 'scripts/shims', name);
+const startupShims = {
+  name: 'startup-shims',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?child_process$/ }, (args) =>
+      args.importer === shim('lazy-child-process.cjs') ? { path: 'node:child_process', external: true } : { path: shim('lazy-child-process.cjs') },
+    );
+    b.onResolve({ filter: /^(node:)?worker_threads$/ }, (args) =>
+      args.importer.includes(`${path.sep}write-file-atomic${path.sep}`) ? { path: shim('main-thread-worker-threads.cjs') } : undefined,
+    );
+    b.onResolve({ filter: /^signal-exit$/ }, (args) =>
+      args.importer.includes(`${path.sep}proper-lockfile${path.sep}`) ? { path: shim('signal-exit-v3.cjs') } : undefined,
+    );
+    b.onResolve({ filter: /^graceful-fs$/ }, (args) =>
+      args.importer.includes(`${path.sep}proper-lockfile${path.sep}`) ? { path: shim('graceful-fs.cjs') } : undefined,
+    );
+    b.onResolve({ filter: /^signal-exit-v4$/ }, () => ({
+      path: createRequire(requireFromRoot.resolve('write-file-atomic')).resolve('signal-exit'),
+    }));
+  },
+};
+
 await build({
   entryPoints,
+  plugins: [startupShims],
   outdir: path.join(root, 'dist'),
   outExtension: { '.js': '.cjs' },
   bundle: true,
@@ -31,7 +61,10 @@ await build({
     ...(process.env.MAM_BUILD_KEEP_DEBUG ? {} : { debug: path.join(root, 'scripts/shims/debug.cjs') }),
   },
   // The sources are ESM and find files next to themselves through import.meta.url.
-  define: { 'import.meta.url': '__mamImportMetaUrl' },
+  define: {
+    'import.meta.url': '__mamImportMetaUrl',
+    __MAM_CHILD_PROCESS_EXPORTS__: JSON.stringify(Object.keys(requireFromRoot('node:child_process'))),
+  },
   banner: { js: "const __mamImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
   logLevel: 'warning',
   legalComments: 'none',
