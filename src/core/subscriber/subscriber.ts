@@ -59,6 +59,13 @@ export interface WatchOutcome {
 
 /** How often the registry is looked at for operator closes while watching (contract §4: "within seconds"). */
 const REGISTRY_POLL_MS = 1_000;
+/**
+ * `--all`: a job registered at least this long after the subscriptions were acknowledged has had
+ * every event of its first attempt published to a watch already in place, so its first event seen
+ * must be seq 1 and a later one is a `seq_gap`. The margin covers clocks of other machines (a
+ * remote job's `created_at` is its registrar's) and the registrar's own lag.
+ */
+const REGISTERED_AFTER_SUBSCRIBED_MS = 2_000;
 
 /**
  * `mam-subscribe` (contract §4): `WatchState` decides; this performs its actions. Messages come from
@@ -79,6 +86,8 @@ export class Subscriber {
   private finish!: (outcome: WatchOutcome) => void;
   private readonly done: Promise<WatchOutcome>;
   private finished = false;
+  /** Wall-clock time of the first SUBACK (`--all` compares it with records' `created_at`). */
+  private subscribedAtMs: number | undefined;
 
   constructor(
     config: MamConfig,
@@ -107,7 +116,10 @@ export class Subscriber {
         this.opts.onConnection?.(true);
         this.apply(this.state.onConnected());
       },
-      subscribed: () => this.opts.onSubscribed?.({ broker: this.connection.broker, watching: opts.all ? 'all' : opts.jobIds.join(',') }),
+      subscribed: () => {
+        this.subscribedAtMs = Date.now();
+        this.opts.onSubscribed?.({ broker: this.connection.broker, watching: opts.all ? 'all' : opts.jobIds.join(',') });
+      },
       message: (topic, payload, retain) => this.inbox.push({ topic, payload, retain }),
       admit: (next) => this.inbox.whenRoom(next),
       lost: () => this.onConnectionLost(),
@@ -157,8 +169,19 @@ export class Subscriber {
       return;
     }
     const m = verdict.message;
-    if (this.opts.all) this.state.addJob(m.jobId);
+    if (this.opts.all && !this.state.isWatched(m.jobId)) this.state.addJob(m.jobId, this.seqBaselineOf(verdict.record));
     this.apply(m.kind === 'event' ? this.state.onEvent(m) : this.state.onState(m));
+  }
+
+  /**
+   * `--all`: the seq a job newly seen must follow. A watch started mid-job cannot know what it
+   * missed, so the first event seen sets the baseline (undefined), except for a first attempt
+   * registered after the watch was in place, whose events all came to it: 0, so that a lost seq 1
+   * is audited as a gap like any other.
+   */
+  private seqBaselineOf(record: JobRecord): number | undefined {
+    if (this.subscribedAtMs === undefined || record.attempt_id !== 1) return undefined;
+    return Date.parse(record.created_at) >= this.subscribedAtMs + REGISTERED_AFTER_SUBSCRIBED_MS ? 0 : undefined;
   }
 
   private print(text: string): void {

@@ -100,9 +100,10 @@ export class WatchState {
   /**
    * Monitor mode: watch a job from now on. Its clocks come from the flags only (a job seen on the
    * wire has no `--job` the user asked limits for), so without flags it never times out.
-   * Returns false when it was already watched.
+   * `lastSeq` is the seq baseline for gaps, when the caller knows one. Returns false when it was
+   * already watched.
    */
-  addJob(jobId: string): boolean {
+  addJob(jobId: string, lastSeq?: number): boolean {
     if (!this.#monitor) throw new Error('WatchState.addJob: only in monitor mode (--all)');
     if (this.#closed || this.#jobs.has(jobId)) return false;
     const limits = limitsMs({
@@ -110,7 +111,7 @@ export class WatchState {
       idleTimeoutSec: this.#flags.idleTimeoutSec ?? 0,
       ackTimeoutSec: this.#flags.ackTimeoutSec ?? 0,
     });
-    this.#track(jobId, this.#now(), limits, undefined);
+    this.#track(jobId, this.#now(), limits, lastSeq);
     return true;
   }
 
