@@ -1,15 +1,18 @@
 // `npm run bench`: each benchmark is a ratio against a baseline measured in the same run, on the
 // same broker. Results go to bench/results/latest.json and the table in bench/README.md.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { build } from 'esbuild';
 import { connectAsync } from 'mqtt';
+import { bundleAlias } from '../scripts/bundle-alias.mjs';
 import { ROOT, bin, cpuMs, peakRssKiB, procStatus, run, signedEvent, startMosquitto, stats, workspace, writeRecord } from './lib.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 21);
 const node = process.execPath;
 const results = {
-  machine: { node: process.version, cpus: (await import('node:os')).cpus().length, extraCaCerts: Boolean(process.env.NODE_EXTRA_CA_CERTS) },
+  machine: { node: process.version, cpus: os.cpus().length, extraCaCerts: Boolean(process.env.NODE_EXTRA_CA_CERTS) },
   at: new Date().toISOString(),
 };
 const broker = await startMosquitto();
@@ -21,6 +24,17 @@ function registerJob(ws) {
 }
 
 // 1. Publish latency: alternated rounds, so machine noise hits every contender alike.
+const floorBundle = path.join(mkdtempSync(path.join(os.tmpdir(), 'mam-bench-floor-')), 'mqtt-packet-publish.cjs');
+await build({
+  entryPoints: [path.join(ROOT, 'bench/baselines/mqtt-packet-publish.cjs')],
+  outfile: floorBundle,
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  alias: bundleAlias,
+  logLevel: 'warning',
+});
 {
   const ws = workspace(brokerEnv);
   const job = registerJob(ws);
@@ -38,6 +52,10 @@ function registerJob(ws) {
       : {}),
     // The same without bin/load-bundle.cjs's V8 code cache: what a first run after an install costs.
     'mam-publish (MAM_CODE_CACHE=0)': () => run(node, [bin('mam-publish'), '--job', job, '--event', 'progress'], ws, { MAM_CODE_CACHE: '0' }),
+    // What every Node contender pays before its first line runs.
+    'node -e 0 (Node starting, nothing else)': () => run(node, ['-e', '0'], ws),
+    // The smallest Node publisher on the stack's wire library, bundled and code-cached like a bin.
+    'mqtt-packet floor (bundled)': () => run(node, [path.join(ROOT, 'bin/load-bundle.cjs'), floorBundle, '127.0.0.1', String(broker.port)], ws),
     'MQTT.js minimal script': () => run(node, [path.join(ROOT, 'bench/baselines/mqtt-js-publish.mjs'), '127.0.0.1', String(broker.port)], ws),
     ...(hasPaho
       ? { 'Python paho-mqtt script': () => run(python, [path.join(ROOT, 'bench/baselines/paho-publish.py'), '127.0.0.1', String(broker.port)], ws) }

@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { bundleAlias } from './bundle-alias.mjs';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const entryPoints = readdirSync(path.join(root, 'src/bin'))
@@ -54,12 +55,7 @@ await build({
   target: 'node20',
   // Native or worker-thread code stays outside the bundle and is resolved from node_modules.
   external: ['level', 'classic-level', 'aedes-persistence-level', 'thread-stream', 'pino-pretty', 'bufferutil', 'utf-8-validate'],
-  // readable-stream (via bl, in mqtt-packet) is a userland copy of Node's own stream module: the
-  // built-in serves it and saves ~180 KB of parsing per start. `debug` is never enabled here.
-  alias: {
-    'readable-stream': 'node:stream',
-    ...(process.env.MAM_BUILD_KEEP_DEBUG ? {} : { debug: path.join(root, 'scripts/shims/debug.cjs') }),
-  },
+  alias: bundleAlias,
   // The sources are ESM and find files next to themselves through import.meta.url.
   define: {
     'import.meta.url': '__mamImportMetaUrl',
