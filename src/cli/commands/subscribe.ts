@@ -33,7 +33,11 @@ export const subscribeCommand = defineCommand({
       .option('--remote', 'mirror started and terminal events into the local record')
       .option('--pretty', 'a human line per event instead of JSON')
       .option('--alerts', 'with --all: also print alert lines (stalled, failed, permission_waiting, agent_offline)')
-      .option('--notify <url>', 'with --all: POST each alert to this webhook (repeatable; implies --alerts; slack:/discord: force a shape)', collect),
+      .option(
+        '--notify <url>',
+        'with --all: POST each alert to this webhook (repeatable; implies --alerts; slack:/discord: force a shape; @FILE: the URLs in a 0600 file, kept out of ps)',
+        collect,
+      ),
   parse(raw) {
     const opts = parseOptions(subscribeOptions, raw);
     if (opts.all && opts.job.length > 0) throw new UsageError('--all and --job are exclusive');
