@@ -1,8 +1,9 @@
 import * as z from 'zod/mini';
 import '../zod-messages.ts';
-import { JOB_STATUSES, TRANSPORTS, dispatchTokenSchema, jobIdSchema } from '../vocabulary.ts';
+import { DISPATCH_TOKEN_PATTERN, JOB_STATUSES, TRANSPORTS, dispatchTokenSchema, isJobId, jobIdSchema } from '../vocabulary.ts';
 
-const isoMillis = z.string().check(z.regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/, 'expected ISO-8601 UTC with milliseconds'));
+const ISO_MILLIS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const isoMillis = z.string().check(z.regex(ISO_MILLIS, 'expected ISO-8601 UTC with milliseconds'));
 
 /** A job's own broker settings, overriding the configuration's. Never a password (contract §7). */
 export const brokerOverrideSchema = z.looseObject({
@@ -59,4 +60,49 @@ export type JobRecord = z.infer<typeof jobRecordSchema>;
 export function publicView(record: JobRecord): Omit<JobRecord, 'auth_token'> {
   const { auth_token: _secret, ...rest } = record;
   return rest;
+}
+
+const RECORD_KEYS = new Set(Object.keys(jobRecordSchema.def.shape));
+const STATUSES = new Set<unknown>(JOB_STATUSES);
+const TRANSPORT_NAMES = new Set<unknown>(TRANSPORTS);
+
+const isIsoMillis = (v: unknown) => typeof v === 'string' && ISO_MILLIS.test(v);
+const isIntAtLeast = (v: unknown, min: number) => Number.isSafeInteger(v) && (v as number) >= min;
+const isPositive = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v > 0;
+const isNullableString = (v: unknown) => v === null || typeof v === 'string';
+
+/**
+ * zod's result for a record that `jobRecordSchema` accepts, checked by hand: in a cold process zod
+ * takes ~120–200 µs a record for its first hundred or so calls (a monitor's first sight of each of
+ * its jobs, `mam jobs`, the registry poll), this a few. It returns what zod returns — known fields
+ * in the schema's order, then unknown ones as they came (looseObject keeps them), arrays copied —
+ * or undefined whenever it is not sure: never a refusal of its own, zod then decides and words it.
+ * A `broker` block and a `__proto__` key are left to zod. test/core/registry/record-fast-check
+ * holds it against zod.
+ */
+export function checkRecordFast(raw: unknown): JobRecord | undefined {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
+  const r = raw as Record<string, unknown>;
+  if (typeof r.job_id !== 'string' || !isJobId(r.job_id) || !STATUSES.has(r.status)) return undefined;
+  if (!isIsoMillis(r.created_at) || !isIsoMillis(r.updated_at)) return undefined;
+  if (!isNullableString(r.agent_session) || typeof r.brief !== 'string' || !isNullableString(r.detail)) return undefined;
+  if (typeof r.auth_token !== 'string' || r.auth_token.length < 16) return undefined;
+  if (typeof r.dispatch_token !== 'string' || !DISPATCH_TOKEN_PATTERN.test(r.dispatch_token)) return undefined;
+  if (!isIntAtLeast(r.last_seq, 0) || !isIntAtLeast(r.attempt_id, 1) || !isIntAtLeast(r.transition_seq, 0)) return undefined;
+  if (!isIntAtLeast(r.heartbeat_misses, 1) || !isPositive(r.heartbeat_sec)) return undefined;
+  if (!isPositive(r.ack_timeout_sec) || !isPositive(r.idle_timeout_sec) || !isPositive(r.timeout_sec)) return undefined;
+  if (!TRANSPORT_NAMES.has(r.transport) || r.broker !== undefined) return undefined;
+  const deps = r.depends_on;
+  if (!Array.isArray(deps) || !deps.every((d) => typeof d === 'string' && isJobId(d))) return undefined;
+  if (!(r.registered_session === undefined || isNullableString(r.registered_session))) return undefined;
+  if (!(r.to === undefined || isNullableString(r.to))) return undefined;
+
+  const out: Record<string, unknown> = {};
+  for (const key of RECORD_KEYS) if (key in r) out[key] = key === 'depends_on' ? [...deps] : r[key];
+  for (const key of Object.keys(r)) {
+    if (RECORD_KEYS.has(key)) continue;
+    if (key === '__proto__') return undefined;
+    out[key] = r[key];
+  }
+  return out as JobRecord;
 }

@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import { CorruptRecord, NoSuchJob } from '../errors.ts';
-import { type JobRecord, jobRecordSchema } from './job-record.ts';
+import { type JobRecord, checkRecordFast, jobRecordSchema } from './job-record.ts';
 import { jobIdOfRecordFile } from './paths.ts';
 
 /** Files and folders hold tokens: owner only. */
@@ -37,13 +37,17 @@ export function readRecord(file: string, jobId: string): JobRecord {
   } catch (err) {
     throw new CorruptRecord(file, `not JSON: ${(err as Error).message}`);
   }
-  const parsed = jobRecordSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new CorruptRecord(file, `${issue.path.join('.') || 'record'}: ${issue.message}`);
+  let record = checkRecordFast(raw);
+  if (!record) {
+    const parsed = jobRecordSchema.safeParse(raw);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw new CorruptRecord(file, `${issue.path.join('.') || 'record'}: ${issue.message}`);
+    }
+    record = parsed.data;
   }
-  if (parsed.data.job_id !== jobId) throw new CorruptRecord(file, `job_id ${parsed.data.job_id} does not match the file name`);
-  return parsed.data;
+  if (record.job_id !== jobId) throw new CorruptRecord(file, `job_id ${record.job_id} does not match the file name`);
+  return record;
 }
 
 export async function writeRecord(file: string, record: JobRecord): Promise<void> {
