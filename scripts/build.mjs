@@ -38,9 +38,13 @@ const startupShims = {
     b.onResolve({ filter: /^graceful-fs$/ }, (args) =>
       args.importer.includes(`${path.sep}proper-lockfile${path.sep}`) ? { path: shim('graceful-fs.cjs') } : undefined,
     );
-    b.onResolve({ filter: /^signal-exit-v4$/ }, () => ({
-      path: createRequire(requireFromRoot.resolve('write-file-atomic')).resolve('signal-exit'),
-    }));
+    b.onResolve({ filter: /^signal-exit-v4$/ }, () => {
+      const fromWriteFileAtomic = createRequire(requireFromRoot.resolve('write-file-atomic'));
+      // Found through write-file-atomic, which depends on version 4; any other layout must fail here,
+      // not as an undefined onExit in every bin.
+      if (typeof fromWriteFileAtomic('signal-exit').onExit !== 'function') throw new Error('build: signal-exit 4 (onExit) not found beside write-file-atomic');
+      return { path: fromWriteFileAtomic.resolve('signal-exit') };
+    });
   },
 };
 
@@ -59,7 +63,9 @@ await build({
   // The sources are ESM and find files next to themselves through import.meta.url.
   define: {
     'import.meta.url': '__mamImportMetaUrl',
-    __MAM_CHILD_PROCESS_EXPORTS__: JSON.stringify(Object.keys(requireFromRoot('node:child_process'))),
+    // A string, parsed by the shim: an array here becomes a module of its own that esbuild initialises
+    // at the top of every module of the bundle.
+    __MAM_CHILD_PROCESS_EXPORTS__: JSON.stringify(JSON.stringify(Object.keys(requireFromRoot('node:child_process')))),
   },
   banner: { js: "const __mamImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
   logLevel: 'warning',

@@ -9,6 +9,6 @@ const load = () => {
   real ??= require('node:child_process');
   return real;
 };
-for (const name of __MAM_CHILD_PROCESS_EXPORTS__) {
+for (const name of JSON.parse(__MAM_CHILD_PROCESS_EXPORTS__)) {
   Object.defineProperty(exports, name, { enumerable: true, get: () => load()[name] });
 }
