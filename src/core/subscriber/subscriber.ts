@@ -60,10 +60,10 @@ export interface WatchOutcome {
 /** How often the registry is looked at for operator closes while watching (contract §4: "within seconds"). */
 const REGISTRY_POLL_MS = 1_000;
 /**
- * `--all`: a job registered at least this long after the subscriptions were acknowledged has had
- * every event of its first attempt published to a watch already in place, so its first event seen
- * must be seq 1 and a later one is a `seq_gap`. The margin covers clocks of other machines (a
- * remote job's `created_at` is its registrar's) and the registrar's own lag.
+ * `--all`: a local job registered at least this long after the subscriptions were acknowledged has
+ * had every event of its first attempt published to a watch already in place, so its first event
+ * seen must be seq 1 and a later one is a `seq_gap`. The margin covers the registrar's own lag and a
+ * small step of the clock between the two processes.
  */
 const REGISTERED_AFTER_SUBSCRIBED_MS = 2_000;
 
@@ -177,10 +177,11 @@ export class Subscriber {
    * `--all`: the seq a job newly seen must follow. A watch started mid-job cannot know what it
    * missed, so the first event seen sets the baseline (undefined), except for a first attempt
    * registered after the watch was in place, whose events all came to it: 0, so that a lost seq 1
-   * is audited as a gap like any other.
+   * is audited as a gap like any other. Only for `herdr` jobs: a `remote` record may be a runner's
+   * copy, made when the dispatch arrived with the job's `last_seq` already past 0.
    */
   private seqBaselineOf(record: JobRecord): number | undefined {
-    if (this.subscribedAtMs === undefined || record.attempt_id !== 1) return undefined;
+    if (this.subscribedAtMs === undefined || record.attempt_id !== 1 || record.transport !== 'herdr') return undefined;
     return Date.parse(record.created_at) >= this.subscribedAtMs + REGISTERED_AFTER_SUBSCRIBED_MS ? 0 : undefined;
   }
 
