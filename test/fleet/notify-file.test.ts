@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { chmodSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -9,8 +10,8 @@ import { startWebhookServer } from './webhook-server.ts';
 
 /**
  * `--notify @FILE` (docs/coordination.md): webhook URLs read from a file of the user's own that no
- * one else can read, so that they stay out of argv. A file others can read, a missing one or an
- * empty one is refused (exit 64) before anything runs, without repeating a URL.
+ * one else can read, so that they stay out of argv. A file open to others, a missing one, an empty
+ * one or one with a bad line is refused (exit 64) before anything runs, without repeating a URL.
  */
 
 function targetsFile(ws: Workspace, text: string, mode: number): string {
@@ -43,7 +44,7 @@ describe('mam-subscribe --notify @FILE', () => {
     }
   });
 
-  it('refuses a file others can read, a missing one and one with no target (exit 64, one line, no URL)', async () => {
+  it('refuses a file open to others, a missing one, one with no target or a bad line, and a FIFO (exit 64, one line, no URL)', async () => {
     broker ??= await startAedesBroker();
     const ws = fleetWorkspace(broker.port);
     const secret = 'https://hooks.slack.com/services/SECRETFILE';
@@ -51,23 +52,30 @@ describe('mam-subscribe --notify @FILE', () => {
     const open = targetsFile(ws, `${secret}\n`, 0o644);
     const readable = await runBinAsync('mam-subscribe', ['--all', '--notify', `@${open}`], ws);
     expect(readable.code).toBe(64);
-    expect(readable.stderr).toBe(`ERROR: --notify @${open}: others can read it (mode 0644); chmod 600 it\n`);
+    expect(readable.stderr).toBe(`ERROR: --notify @${open}: permissions are too open (mode 0644); chmod 600 it\n`);
     expect(readable.stdout).toBe('');
 
     const missing = await runBinAsync('mam-subscribe', ['--all', '--notify', `@${path.join(ws.root, 'nowhere')}`], ws);
     expect(missing.code).toBe(64);
-    expect(missing.stderr).toMatch(/^ERROR: --notify @\S+nowhere: cannot read it \(ENOENT\)\n$/);
+    expect(missing.stderr).toMatch(/^ERROR: --notify @\S+nowhere: cannot read \(ENOENT\)\n$/);
 
     const empty = targetsFile(ws, '# nothing yet\n\n', 0o600);
     const none = await runBinAsync('mam-subscribe', ['--all', '--notify', `@${empty}`], ws);
     expect(none.code).toBe(64);
     expect(none.stderr).toBe(`ERROR: --notify @${empty}: no target in it\n`);
 
-    // A line that is no URL is named by its place among all targets, and not repeated.
-    const typo = targetsFile(ws, `${secret}\nhooks.slack.com/services/SECRETTYPO\n`, 0o600);
+    // A line that is no URL is named by its line, and not repeated.
+    const typo = targetsFile(ws, `# ours\n${secret}\nhooks.slack.com/services/SECRETTYPO\n`, 0o600);
     const bad = await runBinAsync('mam-subscribe', ['--all', '--notify', `@${typo}`], ws);
     expect(bad.code).toBe(64);
-    expect(bad.stderr).toBe('ERROR: --notify: target #2: not a URL\n');
+    expect(bad.stderr).toBe(`ERROR: --notify @${typo}: line 3: not a URL\n`);
+
+    // A FIFO would block a plain read until some writer came: refused at once.
+    const fifo = path.join(ws.root, 'fifo');
+    expect(spawnSync('mkfifo', ['-m', '600', fifo]).status).toBe(0);
+    const piped = await runBinAsync('mam-subscribe', ['--all', '--notify', `@${fifo}`], ws, { timeoutMs: 10_000 });
+    expect(piped.code).toBe(64);
+    expect(piped.stderr).toBe(`ERROR: --notify @${fifo}: not a regular file\n`);
     for (const r of [readable, missing, none, bad]) expect(r.stderr).not.toContain('SECRET');
   });
 });

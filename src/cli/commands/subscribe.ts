@@ -3,6 +3,7 @@ import { UsageError } from '../../core/errors.ts';
 import { loadContext, warnIfPublicSandbox } from '../context.ts';
 import { watchExit } from '../exit-codes.ts';
 import { jobIdFlag, limitFlag } from '../flags.ts';
+import { expandNotifyTargets } from '../notify-targets.ts';
 import { collect, parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
 import { stopSignal } from '../signals.ts';
@@ -43,7 +44,8 @@ export const subscribeCommand = defineCommand({
     if (opts.all && opts.job.length > 0) throw new UsageError('--all and --job are exclusive');
     if (!opts.all && opts.job.length === 0) throw new UsageError('--job <id> or --all is required');
     if ((opts.alerts || opts.notify.length > 0) && !opts.all) throw new UsageError('--alerts and --notify need --all');
-    return { ...opts, job: [...new Set(opts.job)], all: opts.all ?? false, alerts: (opts.alerts ?? false) || opts.notify.length > 0 };
+    const notify = expandNotifyTargets(opts.notify);
+    return { ...opts, notify, job: [...new Set(opts.job)], all: opts.all ?? false, alerts: (opts.alerts ?? false) || notify.length > 0 };
   },
   async run(opts) {
     const { config, registry } = loadContext(opts);

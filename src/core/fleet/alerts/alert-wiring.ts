@@ -4,7 +4,6 @@ import type { Logger } from '../../log.ts';
 import type { Registry } from '../../registry/registry.ts';
 import { type Alert, alertText } from './alert.ts';
 import { AlertMonitor } from './alert-monitor.ts';
-import { expandWebhookTargets } from './webhook-file.ts';
 import { WebhookNotifier, type WebhookTarget, parseWebhook } from './webhook-notifier.ts';
 
 export interface RunningAlerts {
@@ -13,7 +12,7 @@ export interface RunningAlerts {
 }
 
 /**
- * `mam-subscribe --all --alerts [--notify URL|@FILE]…`: the alert monitor, its lines on stdout (JSON, or a
+ * `mam-subscribe --all --alerts [--notify URL]…`: the alert monitor, its lines on stdout (JSON, or a
  * human line with `--pretty`) and its webhooks. Returns the hook the watch feeds and the stop.
  */
 export async function startAlerts(
@@ -23,7 +22,7 @@ export async function startAlerts(
   opts: { notify: string[]; pretty?: boolean | undefined },
 ): Promise<RunningAlerts> {
   const targets: WebhookTarget[] = [];
-  for (const [i, text] of expandWebhookTargets(opts.notify).entries()) {
+  for (const [i, text] of opts.notify.entries()) {
     const target = parseWebhook(text, i + 1);
     if (typeof target === 'string') throw new UsageError(`--notify: ${target}`);
     targets.push(target);

@@ -15,18 +15,22 @@ export interface WebhookTarget {
   index: number;
 }
 
-/** `slack:URL` / `discord:URL` force a shape; otherwise the host decides, and any other host gets both keys and the alert. */
-export function parseWebhook(text: string, index: number): WebhookTarget | string {
+/**
+ * `slack:URL` / `discord:URL` force a shape; otherwise the host decides, and any other host gets both
+ * keys and the alert. A refusal is a string that names the target by `label` (its place), never by
+ * its text.
+ */
+export function parseWebhook(text: string, index: number, label = `target #${index}`): WebhookTarget | string {
   const forced = /^(slack|discord):(?=https?:)/.exec(text);
   const url = forced ? text.slice(forced[0].length) : text;
   let host: string;
   try {
     const parsed = new URL(url);
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return `target #${index}: expected an http(s) URL`;
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return `${label}: expected an http(s) URL`;
     host = parsed.hostname.toLowerCase();
   } catch {
     // The text itself is not repeated: it may be a webhook URL with a typo, still a secret.
-    return `target #${index}: not a URL`;
+    return `${label}: not a URL`;
   }
   const kind: WebhookKind = forced
     ? (forced[1] as WebhookKind)
