@@ -1,7 +1,7 @@
 // `npm run bench`: each benchmark is a ratio against a baseline measured in the same run, on the
 // same broker. Results go to bench/results/latest.json and the table in bench/README.md.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { build } from 'esbuild';
@@ -230,6 +230,7 @@ for (const size of [10, 1_000, 10_000]) {
 }
 
 broker.stop();
+rmSync(path.dirname(floorBundle), { recursive: true, force: true });
 mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
 writeFileSync(path.join(ROOT, 'bench/results/latest.json'), `${JSON.stringify(results, null, 2)}\n`);
 writeReadme(results);
