@@ -4,7 +4,7 @@ import '../zod-messages.ts';
 import type { JobRecord } from '../registry/job-record.ts';
 import { jobIdSchema } from '../vocabulary.ts';
 import { parseWireJson } from '../wire/canonical-json.ts';
-import { wireTimestamp } from '../wire/payloads.ts';
+import { wireTimestamp, wireTimestampSchema } from '../timestamps.ts';
 import { type Signed, signPayload, verifyPayload } from '../wire/signature.ts';
 
 /**
@@ -36,7 +36,6 @@ export const MAX_REASON_CHARS = 1000;
 // number, `7.0` stays refused (Python's isinstance(x, int) would refuse it).
 const fromLexeme = (value: unknown): unknown => (isLosslessNumber(value) && /^-?\d+$/.test(value.value) ? Number(value.value) : value);
 const positiveInt = z.pipe(z.transform(fromLexeme), z.int().check(z.minimum(1)));
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
 
 /** Unknown keys are kept at both levels, as for events: a newer sender may add some. */
 export const decisionPayloadSchema = z.looseObject({
@@ -46,7 +45,7 @@ export const decisionPayloadSchema = z.looseObject({
   request_seq: positiveInt,
   decision: z.enum(DECISIONS),
   reason: z.string().check(z.maxLength(MAX_REASON_CHARS)),
-  timestamp: z.string().check(z.regex(TIMESTAMP, 'expected YYYY-MM-DDTHH:MM:SSZ')),
+  timestamp: wireTimestampSchema,
   data: z.looseObject({
     hmac_sig: z.string().check(z.regex(/^[0-9a-f]{64}$/, 'expected 64 lowercase hex digits')),
     dispatch_token: z.string(),

@@ -1,6 +1,7 @@
 import { isLosslessNumber } from 'lossless-json';
 import * as z from 'zod/mini';
 import '../zod-messages.ts';
+import { isoMillisSchema } from '../timestamps.ts';
 import { parseWireJson, wireJson } from '../wire/canonical-json.ts';
 import { MAX_WIRE_BYTES } from '../wire/payloads.ts';
 import { signPayload, verifyPayload } from '../wire/signature.ts';
@@ -15,7 +16,6 @@ import { agentNameSchema, capabilitySchema, levelBelow } from './fleet-names.ts'
 export const PRESENCE_STATUSES = ['online', 'offline'] as const;
 export type PresenceStatus = (typeof PRESENCE_STATUSES)[number];
 
-const isoMillis = z.string().check(z.regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/, 'expected ISO-8601 UTC with milliseconds'));
 /** Numbers arrive as LosslessNumbers from parseWireJson; the schema reads them as plain ones. */
 const plainNumber = z.transform((v: unknown) => (isLosslessNumber(v) ? Number(v.value) : v));
 const positive = z.pipe(plainNumber, z.number().check(z.positive()));
@@ -31,8 +31,8 @@ export const presenceSchema = z.looseObject({
   /** The writer's connection (a fresh one per CONNECT): tells its own messages from a twin's or an old will. */
   session: z.optional(z.string()),
   /** When this agent was last known alive: the writer's clock, refreshed every `refresh_sec`. */
-  last_seen: isoMillis,
-  since: isoMillis,
+  last_seen: isoMillisSchema,
+  since: isoMillisSchema,
   refresh_sec: positive,
   data: z.looseObject({ hmac_sig: z.string() }),
 });

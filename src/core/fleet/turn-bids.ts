@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import * as z from 'zod/mini';
 import '../zod-messages.ts';
+import { isoMillisSchema } from '../timestamps.ts';
 import { parseWireJson, wireJson } from '../wire/canonical-json.ts';
 import { MAX_WIRE_BYTES } from '../wire/payloads.ts';
 import { signPayload, verifyPayload } from '../wire/signature.ts';
@@ -11,14 +12,13 @@ import { agentNameSchema, turnIdSchema } from './fleet-names.ts';
  * with `MAM_FLEET_SECRET` like presence. `nonce` tells a claimant its own fresh bid from one it left
  * on the broker earlier.
  */
-const iso = z.string().check(z.regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/, 'expected ISO-8601 UTC with milliseconds'));
 
 export const bidSchema = z.looseObject({
   event: z.literal('turn_bid'),
   turn_id: turnIdSchema,
   agent: agentNameSchema,
-  at: iso,
-  expires_at: iso,
+  at: isoMillisSchema,
+  expires_at: isoMillisSchema,
   nonce: z.string(),
   data: z.looseObject({ hmac_sig: z.string() }),
 });

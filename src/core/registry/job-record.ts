@@ -1,9 +1,7 @@
 import * as z from 'zod/mini';
 import '../zod-messages.ts';
+import { ISO_MILLIS_PATTERN, isoMillisSchema } from '../timestamps.ts';
 import { DISPATCH_TOKEN_PATTERN, JOB_STATUSES, TRANSPORTS, dispatchTokenSchema, isJobId, jobIdSchema } from '../vocabulary.ts';
-
-const ISO_MILLIS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const isoMillis = z.string().check(z.regex(ISO_MILLIS, 'expected ISO-8601 UTC with milliseconds'));
 
 /** A job's own broker settings, overriding the configuration's. Never a password (contract §7). */
 export const brokerOverrideSchema = z.looseObject({
@@ -23,8 +21,8 @@ export const brokerOverrideSchema = z.looseObject({
 export const jobRecordSchema = z.looseObject({
   job_id: jobIdSchema,
   status: z.enum(JOB_STATUSES),
-  created_at: isoMillis,
-  updated_at: isoMillis,
+  created_at: isoMillisSchema,
+  updated_at: isoMillisSchema,
   agent_session: z.nullable(z.string()),
   brief: z.string(),
   last_seq: z.int().check(z.minimum(0)),
@@ -66,7 +64,7 @@ const RECORD_KEYS = new Set(Object.keys(jobRecordSchema.def.shape));
 const STATUSES = new Set<unknown>(JOB_STATUSES);
 const TRANSPORT_NAMES = new Set<unknown>(TRANSPORTS);
 
-const isIsoMillis = (v: unknown) => typeof v === 'string' && ISO_MILLIS.test(v);
+const isIsoMillis = (v: unknown) => typeof v === 'string' && ISO_MILLIS_PATTERN.test(v);
 const isIntAtLeast = (v: unknown, min: number) => Number.isSafeInteger(v) && (v as number) >= min;
 const isPositive = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v > 0;
 const isNullableString = (v: unknown) => v === null || typeof v === 'string';

@@ -3,7 +3,8 @@ import * as z from 'zod/mini';
 import { MamError } from '../errors.ts';
 import type { JobRecord } from '../registry/job-record.ts';
 import { parseWireJson } from '../wire/canonical-json.ts';
-import { MAX_WIRE_BYTES, wireTimestamp } from '../wire/payloads.ts';
+import { wireTimestamp } from '../timestamps.ts';
+import { MAX_WIRE_BYTES } from '../wire/payloads.ts';
 import { signPayload, verifyPayload } from '../wire/signature.ts';
 import { type SealedToken, openToken, sealToken } from './token-envelope.ts';
 

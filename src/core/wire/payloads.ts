@@ -2,6 +2,7 @@ import { isLosslessNumber } from 'lossless-json';
 import * as z from 'zod/mini';
 import '../zod-messages.ts';
 import { UsageError } from '../errors.ts';
+import { WIRE_TIMESTAMP_PATTERN, wireTimestamp, wireTimestampSchema } from '../timestamps.ts';
 import { JOB_STATUSES, type JobStatus, LIFECYCLE_EVENTS, type LifecycleEvent, RESERVED_DATA_KEYS, isJobId, jobIdSchema } from '../vocabulary.ts';
 import { isPlainObject, normalizeForSigning, parseWireJson, wireJson } from './canonical-json.ts';
 import { WireEncodeError, WireParseError } from './wire-errors.ts';
@@ -24,7 +25,6 @@ export const MAX_WIRE_BYTES = 256 * 1024;
 const fromLexeme = (value: unknown): unknown => (isLosslessNumber(value) && /^-?\d+$/.test(value.value) ? Number(value.value) : value);
 const positiveInt = z.pipe(z.transform(fromLexeme), z.int().check(z.minimum(1)));
 
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
 const HMAC_SIG = /^[0-9a-f]{64}$/;
 
 const signedData = z.looseObject({
@@ -37,7 +37,7 @@ const envelope = {
   schema_version: z.pipe(z.transform(fromLexeme), z.literal(1)),
   seq: positiveInt,
   job_id: jobIdSchema,
-  timestamp: z.string().check(z.regex(TIMESTAMP, 'expected YYYY-MM-DDTHH:MM:SSZ')),
+  timestamp: wireTimestampSchema,
   detail: z.string(),
   data: signedData,
 };
@@ -86,7 +86,7 @@ export function checkPayloadFast(parsed: unknown, kind: 'events' | 'state'): Pay
   if (seq === undefined || attemptId === undefined) return undefined;
   const { job_id: jobId, timestamp, detail, event } = parsed;
   if (typeof jobId !== 'string' || !isJobId(jobId)) return undefined;
-  if (typeof timestamp !== 'string' || !TIMESTAMP.test(timestamp) || typeof detail !== 'string') return undefined;
+  if (typeof timestamp !== 'string' || !WIRE_TIMESTAMP_PATTERN.test(timestamp) || typeof detail !== 'string') return undefined;
   const { hmac_sig: sig, dispatch_token: dispatchToken } = data;
   if (typeof sig !== 'string' || !HMAC_SIG.test(sig) || typeof dispatchToken !== 'string') return undefined;
   const fieldsData = { attempt_id: attemptId, dispatch_token: dispatchToken };
@@ -179,11 +179,6 @@ function buildData(input: CommonInput): PayloadData {
   const clash = RESERVED_DATA_KEYS.find((key) => Object.hasOwn(extra, key));
   if (clash !== undefined) throw new WireEncodeError(`data.${clash} is set by the publisher`);
   return { dispatch_token: input.dispatchToken, attempt_id: input.attemptId, ...extra };
-}
-
-/** `YYYY-MM-DDTHH:MM:SSZ` in UTC, milliseconds dropped (truncated, as Python's strftime does). */
-export function wireTimestamp(now: Date): string {
-  return `${now.toISOString().slice(0, 19)}Z`;
 }
 
 /**

@@ -74,25 +74,24 @@ const recordish = fc
   });
 
 describe('checkRecordFast: the hand check of a record against zod', () => {
-  it('takes only what zod accepts, and returns what zod returns, key order included', () => {
-    let taken = 0;
-    let accepted = 0;
+  it('takes exactly what zod accepts, bar the two cases it leaves to zod, and returns what zod returns', () => {
     fc.assert(
       fc.property(recordish, (raw) => {
         const fast = checkRecordFast(raw);
         const slow = jobRecordSchema.safeParse(raw);
-        if (slow.success) accepted++;
+        const leftToZod = Object.hasOwn(raw as object, 'broker') || Object.hasOwn(raw as object, '__proto__');
+        // The fast path is only worth having if it takes every record zod accepts (but those two):
+        // asserted record by record, so the test does not hang on the share a generator happens to make.
+        if (slow.success && !leftToZod) expect(fast).toBeDefined();
         if (fast === undefined) return;
-        taken++;
         expect(slow.success).toBe(true);
         expect(Object.keys(fast)).toEqual(Object.keys(slow.data!));
         expect(JSON.stringify(fast)).toBe(JSON.stringify(slow.data));
         expect(fast.depends_on).not.toBe((raw as { depends_on: unknown }).depends_on);
       }),
-      { numRuns: 5_000 },
+      // Seeded, so a failure is reproduced by the next run; numRuns keeps edge values (edgy) frequent.
+      { numRuns: 5_000, seed: 20261205 },
     );
-    // Most accepted records without a broker block take the fast path; otherwise it saves nothing.
-    expect(taken).toBeGreaterThan(accepted / 4);
   });
 
   it('takes every valid record without a broker block', () => {
@@ -102,7 +101,7 @@ describe('checkRecordFast: the hand check of a record against zod', () => {
         const raw = JSON.parse(JSON.stringify(withoutBroker)) as unknown; // undefined fields dropped, as on disk
         expect(checkRecordFast(raw)).toEqual(jobRecordSchema.parse(raw));
       }),
-      { numRuns: 1_000 },
+      { numRuns: 1_000, seed: 20261205 },
     );
   });
 

@@ -11,10 +11,10 @@ import {
   MAX_DATA_BYTES,
   parseUserData,
   statePayloadSchema,
-  wireTimestamp,
 } from '../../../src/core/wire/payloads.ts';
 import { signPayload, verifyPayload } from '../../../src/core/wire/signature.ts';
 import { WireEncodeError } from '../../../src/core/wire/wire-errors.ts';
+import { wireTimestamp } from '../../../src/core/timestamps.ts';
 
 const vectors = (
   JSON.parse(readFileSync(new URL('../../fixtures/hmac.json', import.meta.url), 'utf8')) as {
