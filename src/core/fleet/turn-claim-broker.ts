@@ -7,7 +7,7 @@ import { agentsRoot, bidTopic, levelBelow, requireFleetSecret, turnFilter } from
 import { type Bid, holderOf, signBid, signDecision, verifyBid } from './turn-bids.ts';
 import type { ClaimResult } from './turn-claim.ts';
 import { startTurnHolder } from './turn-holder-launch.ts';
-import { RetainedKeeper } from './turn-holder.ts';
+import { RetainedKeeper, throttledRestoreAudit } from './turn-holder.ts';
 
 export interface BrokerClaimOptions {
   turnId: string;
@@ -123,17 +123,17 @@ export async function claimTurnOverBroker(config: MamConfig, opts: BrokerClaimOp
     const decided = signDecision(mine, secret);
     const topic = bidTopic(root, opts.turnId, opts.agent);
     // Guard from the moment the decision is out until the holder has taken over: no gap.
-    keeper = new RetainedKeeper(conn.client, topic, Buffer.from(decided), (reason) =>
-      audit.append('turn_restored', { turn_id: opts.turnId, agent: opts.agent, reason, by: 'claim' }),
-    );
-    await publishAcked(conn, topic, decided, true);
-    if (opts.hold !== false) {
-      try {
+    const restored = throttledRestoreAudit((entry) => audit.append('turn_restored', { turn_id: opts.turnId, agent: opts.agent, ...entry, by: 'claim' }));
+    keeper = new RetainedKeeper(conn.client, topic, Buffer.from(decided), restored);
+    try {
+      await publishAcked(conn, topic, decided, true);
+      if (opts.hold !== false) {
         const pid = await startTurnHolder({ turn_id: opts.turnId, agent: opts.agent, payload: decided });
         audit.append('turn_held', { turn_id: opts.turnId, agent: opts.agent, holder_pid: pid, until: result.expires_at });
-      } catch (err) {
-        opts.onWarning?.(`turn ${opts.turnId} is won but unguarded until ${result.expires_at}: ${(err as Error).message}`);
       }
+    } catch (err) {
+      // Decided is decided: the bid that won stands, and every bidder named this claimant already.
+      opts.onWarning?.(`turn ${opts.turnId} is won but unguarded until ${result.expires_at}: ${(err as Error).message}`);
     }
     return result;
   } finally {

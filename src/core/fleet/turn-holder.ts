@@ -32,6 +32,8 @@ export const HOLDING_LINE = 'HOLDING';
  */
 export class RetainedKeeper {
   private stopped = false;
+  private inFlight = false;
+  private again = false;
 
   constructor(
     private readonly client: MqttClient,
@@ -47,16 +49,47 @@ export class RetainedKeeper {
     this.republish();
   };
 
+  /**
+   * QoS 1, one at a time: a flood of clears costs one publish in flight and one more after it (the
+   * broker may have handled a clear after the publish we had out), not a queue the attacker sizes.
+   * MQTT.js resends an unacknowledged one after a reconnect.
+   */
   republish(): void {
     if (this.stopped) return;
-    // Fire and forget at QoS 1: MQTT.js resends it after a reconnect, and a failed one is answered
-    // by the next clear we see, or by the re-publish on every (re)connect.
-    this.client.publish(this.topic, this.payload, { qos: 1, retain: true }, () => undefined);
+    if (this.inFlight) {
+      this.again = true;
+      return;
+    }
+    this.inFlight = true;
+    this.client.publish(this.topic, this.payload, { qos: 1, retain: true }, () => {
+      this.inFlight = false;
+      if (this.again) {
+        this.again = false;
+        this.republish();
+      }
+    });
   }
 
   stop(): void {
     this.stopped = true;
   }
+}
+
+/**
+ * An audit of restores that an attacker cannot turn into a disk filler: the first at once, then at
+ * most one line a second, counting what it folded in.
+ */
+export function throttledRestoreAudit(write: (entry: { reason: string; restores: number }) => void, everyMs = 1_000): (reason: string) => void {
+  let last = Number.NEGATIVE_INFINITY;
+  let folded = 0;
+  return (reason) => {
+    folded++;
+    const now = Date.now();
+    if (now - last < everyMs) return;
+    last = now;
+    write({ reason, restores: folded });
+    folded = 0;
+  };
 }
 
 export function parseTurnHold(text: string | undefined): TurnHold {
@@ -88,9 +121,8 @@ export async function holdTurn(config: MamConfig, hold: TurnHold, ready: () => v
   const topic = bidTopic(agentsRoot(config), hold.turn_id, hold.agent);
   // Reconnects for as long as the claim holds: a broker restart must not end the guard.
   const conn = await openFleetConnection(config, 'turn-holder', { reconnect: true });
-  const keeper = new RetainedKeeper(conn.client, topic, Buffer.from(hold.payload), (reason) =>
-    audit.append('turn_restored', { turn_id: hold.turn_id, agent: hold.agent, reason, by: 'holder' }),
-  );
+  const restored = throttledRestoreAudit((entry) => audit.append('turn_restored', { turn_id: hold.turn_id, agent: hold.agent, ...entry, by: 'holder' }));
+  const keeper = new RetainedKeeper(conn.client, topic, Buffer.from(hold.payload), restored);
   let timer: NodeJS.Timeout | undefined;
   try {
     conn.client.on('message', keeper.onMessage);
