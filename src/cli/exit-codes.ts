@@ -18,6 +18,8 @@ export const ExitCode = {
   notDelivered: 2,
   brokerDown: 3,
   nothingPickable: 4,
+  /** `mam claim`: another claimant holds the turn. */
+  claimLost: 4,
   refused: 5,
   usage: 64,
   noSuchJob: 66,

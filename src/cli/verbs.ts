@@ -27,7 +27,7 @@ export const VERBS: Record<string, { summary: string; load: () => Promise<Comman
   hook: { summary: "publish what an agent's hook reports as a signed event", load: async () => (await import('./commands/hook.ts')).hookCommand },
   agent: { summary: "run a fleet agent's presence (mam agent up)", load: async () => (await import('./commands/agent.ts')).agentCommand },
   agents: { summary: 'list the fleet: presence, capabilities, current job', load: async () => (await import('./commands/agents.ts')).agentsCommand },
-  claim: { summary: 'claim a turn: exit 0 for exactly one claimant, 1 for the others', load: async () => (await import('./commands/claim.ts')).claimCommand },
+  claim: { summary: 'claim a turn: exit 0 for exactly one claimant, 4 for the others', load: async () => (await import('./commands/claim.ts')).claimCommand },
   inbox: { summary: 'what was addressed to an agent while it was away, once', load: async () => (await import('./commands/inbox.ts')).inboxCommand },
   delegate: {
     summary: 'register, launch, watch and close a job in one command',

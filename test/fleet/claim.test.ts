@@ -8,7 +8,7 @@ import { type TestBroker, describeWithBroker, startAedesBroker, startMosquitto, 
 import { makeWorkspace, runBinAsync } from '../helpers/cli.ts';
 import { connectPlainClient } from '../helpers/mqtt-client.ts';
 import { sleep, waitUntil } from '../helpers/wait.ts';
-import { SECRET, configOf, fleetAudit, fleetWorkspace, jsonOut } from './fleet-fixtures.ts';
+import { SECRET, configOf, fleetAudit, fleetWorkspace, jsonOut, stopTurnHoldersAtEnd } from './fleet-fixtures.ts';
 
 /** Turn claims (docs/coordination.md): exactly one claimant of a turn exits 0. */
 
@@ -20,14 +20,14 @@ describe('turn ids', () => {
 });
 
 describe('mam claim on one registry (CAS under the registry lock)', () => {
-  it('5 claimants at once: exactly one exits 0, the others 1, all naming the same winner', async () => {
+  it('5 claimants at once: exactly one exits 0, the others 4, all naming the same winner', async () => {
     const ws = makeWorkspace();
     onTestFinished(() => ws.cleanup());
     for (let round = 0; round < 5; round++) {
       const turn = `chat-m${round}-1700000000`;
       const results = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((agent) => runBinAsync('mam', ['claim', '--turn', turn, '--agent', agent], ws)));
       expect(results.filter((r) => r.code === 0)).toHaveLength(1);
-      expect(results.filter((r) => r.code === 1)).toHaveLength(4);
+      expect(results.filter((r) => r.code === 4)).toHaveLength(4);
       expect(new Set(results.map((r) => jsonOut(r).winner)).size).toBe(1);
     }
   });
@@ -38,7 +38,7 @@ describe('mam claim on one registry (CAS under the registry lock)', () => {
     const first = await runBinAsync('mam', ['claim', '--turn', 't-1-1', '--agent', 'a', '--ttl', '1'], ws);
     expect(first.code).toBe(0);
     expect((await runBinAsync('mam', ['claim', '--turn', 't-1-1', '--agent', 'a'], ws)).code).toBe(0);
-    expect((await runBinAsync('mam', ['claim', '--turn', 't-1-1', '--agent', 'b'], ws)).code).toBe(1);
+    expect((await runBinAsync('mam', ['claim', '--turn', 't-1-1', '--agent', 'b'], ws)).code).toBe(4);
     const expires = Date.parse(jsonOut(first).expires_at as string);
     await waitUntil(() => Date.now() > expires, 5_000);
     const after = await runBinAsync('mam', ['claim', '--turn', 't-1-1', '--agent', 'b'], ws);
@@ -68,7 +68,7 @@ function raceTests(start: () => Promise<TestBroker>): void {
     return Promise.all(
       Array.from({ length: claimants }, async (_, i) => {
         await sleep(Math.random() * maxDelayMs);
-        return claimTurnOverBroker(config, { turnId: turn, agent: `agent-${i}`, ttlSec: 60, settleMs: SETTLE_MS });
+        return claimTurnOverBroker(config, { turnId: turn, agent: `agent-${i}`, ttlSec: 60, settleMs: SETTLE_MS, hold: false });
       }),
     );
   }
@@ -127,7 +127,9 @@ function raceTests(start: () => Promise<TestBroker>): void {
     await client.publishAsync(`python/mqtt/agents/turns/${turn}/mallory`, forged.payload, { qos: 1, retain: true });
     const old = signBid(turn, 'trudy', 1, SECRET, new Date(Date.now() - 10_000));
     await client.publishAsync(`python/mqtt/agents/turns/${turn}/trudy`, old.payload, { qos: 1, retain: true });
-    const results = await Promise.all(['a', 'b'].map((agent) => claimTurnOverBroker(config, { turnId: turn, agent, ttlSec: 60, settleMs: SETTLE_MS })));
+    const results = await Promise.all(
+      ['a', 'b'].map((agent) => claimTurnOverBroker(config, { turnId: turn, agent, ttlSec: 60, settleMs: SETTLE_MS, hold: false })),
+    );
     expect(results.filter((r) => r.won)).toHaveLength(1);
     expect(results.map((r) => r.winner)).not.toContain('mallory');
     expect(results.map((r) => r.winner)).not.toContain('trudy');
@@ -136,14 +138,15 @@ function raceTests(start: () => Promise<TestBroker>): void {
     await client.endAsync(true);
   });
 
-  it('mam claim --broker as processes: one exits 0, the others 1', async () => {
+  it('mam claim --broker as processes: one exits 0, the others 4', async () => {
     broker ??= await start();
     const ws = fleetWorkspace(broker.port);
     const turn = `cli-${randomBytes(4).toString('hex')}-1`;
     const results = await Promise.all(
       ['x', 'y', 'z'].map((agent) => runBinAsync('mam', ['claim', '--broker', '--settle-ms', '400', '--turn', turn, '--agent', agent], ws)),
     );
-    expect(results.map((r) => r.code).sort()).toEqual([0, 1, 1]);
+    expect(stopTurnHoldersAtEnd(ws)).toHaveLength(1);
+    expect(results.map((r) => r.code).sort()).toEqual([0, 4, 4]);
     expect(new Set(results.map((r) => jsonOut(r).winner)).size).toBe(1);
   });
 }

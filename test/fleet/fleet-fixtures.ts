@@ -1,7 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { expect } from 'vitest';
+import { expect, onTestFinished } from 'vitest';
 import { type MamConfig, loadConfig } from '../../src/core/config/config.ts';
+import { isAlive } from '../../src/core/heartbeat/proc.ts';
 import { type BinProcess, spawnBin } from '../brokers/bin-process.ts';
 import { type RunResult, type Workspace, runBinAsync } from '../helpers/cli.ts';
 import { waitUntil } from '../helpers/wait.ts';
@@ -57,6 +58,25 @@ export function fleetAudit(ws: Workspace): Array<Record<string, unknown>> {
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+/**
+ * The turn holders that this workspace's winning claims left (audited as `turn_held`), each to be
+ * killed when the test ends, so that none outlives it. Call it right after a claim: the
+ * workspace's own cleanup removes the audit.
+ */
+export function stopTurnHoldersAtEnd(ws: Workspace): number[] {
+  const pids = fleetAudit(ws)
+    .filter((e) => e.type === 'turn_held' && typeof e.holder_pid === 'number')
+    .map((e) => e.holder_pid as number);
+  const alive = isAlive; // a zombie counts as gone: this host's init reaps only now and then
+  // SIGKILL (it has nothing to flush), and waited for: a holder still answering clears would write
+  // its audit into a folder being removed.
+  onTestFinished(async () => {
+    for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL');
+    await waitUntil(() => !pids.some(alive), 5_000);
+  });
+  return pids;
 }
 
 export function jsonOut(r: RunResult): Record<string, any> {

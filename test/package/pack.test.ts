@@ -75,7 +75,15 @@ describe('the packed tarball, installed in a fresh project', () => {
   afterAll(() => tmp?.cleanup());
 
   it('ships the bins, their bundles and the API with its types, and no sources', () => {
-    for (const file of ['bin/mam.js', 'bin/load-bundle.cjs', 'dist/mam.cjs', 'dist/mam-heartbeat.cjs', 'dist/lib/api/index.js', 'dist/lib/api/index.d.ts']) {
+    for (const file of [
+      'bin/mam.js',
+      'bin/load-bundle.cjs',
+      'dist/mam.cjs',
+      'dist/mam-heartbeat.cjs',
+      'dist/mam-turn-holder.cjs',
+      'dist/lib/api/index.js',
+      'dist/lib/api/index.d.ts',
+    ]) {
       expect(packedFiles).toContain(file);
     }
     expect(packedFiles.filter((f) => f.startsWith('src/') || f.startsWith('test/'))).toEqual([]);

@@ -1,6 +1,8 @@
 import * as z from 'zod/mini';
 import { agentNameSchema, turnIdSchema } from '../../core/fleet/fleet-names.ts';
-import { loadContext, warnIfPublicSandbox } from '../context.ts';
+import { MamError } from '../../core/errors.ts';
+import { BrokerError } from '../../core/mqtt/broker-errors.ts';
+import { loadContext, warn, warnIfPublicSandbox } from '../context.ts';
 import { ExitCode } from '../exit-codes.ts';
 import { countFlag, secondsFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
@@ -17,7 +19,7 @@ const claimOptions = z.object({
 
 export const claimCommand = defineCommand({
   name: 'claim',
-  summary: 'claim a turn (e.g. the answer to one chat message): exit 0 for exactly one claimant, 1 for the others',
+  summary: 'claim a turn (e.g. the answer to one chat message): exit 0 for exactly one claimant, 4 for the others, 1 on a failure',
   configure: (cmd) =>
     registryOption(cmd)
       .requiredOption('--turn <id>', 'the turn: <channel>-<message>-<epoch> (docs/coordination.md)')
@@ -32,12 +34,18 @@ export const claimCommand = defineCommand({
     if (opts.broker) {
       await warnIfPublicSandbox(config);
       const { claimTurnOverBroker } = await import('../../core/fleet/turn-claim-broker.ts');
-      result = await claimTurnOverBroker(config, { turnId: opts.turn, agent: opts.agent, ttlSec: opts.ttl, settleMs: opts.settleMs });
+      try {
+        result = await claimTurnOverBroker(config, { turnId: opts.turn, agent: opts.agent, ttlSec: opts.ttl, settleMs: opts.settleMs, onWarning: warn });
+      } catch (err) {
+        // Exit 1, not the publishers' 2: a claim that could not be decided is a failure, never a loss.
+        if (err instanceof BrokerError) throw new MamError(err.message);
+        throw err;
+      }
     } else {
       const { claimTurnInRegistry } = await import('../../core/fleet/turn-claim.ts');
       result = await claimTurnInRegistry(registry, config.logDir, opts.turn, opts.agent, opts.ttl);
     }
     process.stdout.write(`${JSON.stringify(result)}\n`);
-    return result.won ? ExitCode.ok : ExitCode.failure;
+    return result.won ? ExitCode.ok : ExitCode.claimLost;
   },
 });

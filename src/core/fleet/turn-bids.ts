@@ -10,7 +10,9 @@ import { agentNameSchema, turnIdSchema } from './fleet-names.ts';
 /**
  * A turn bid (docs/coordination.md): retained on `<agents root>/turns/<turn id>/<agent>`, signed
  * with `MAM_FLEET_SECRET` like presence. `nonce` tells a claimant its own fresh bid from one it left
- * on the broker earlier.
+ * on the broker earlier. `decided: true` is the winner's bid re-published once it has won: a
+ * claimant that sees one defers to it whatever the ranks, so a winner's bid that was cleared and
+ * restored while a later claimant was bidding still holds the turn (issue 24).
  */
 
 export const bidSchema = z.looseObject({
@@ -20,6 +22,7 @@ export const bidSchema = z.looseObject({
   at: isoMillisSchema,
   expires_at: isoMillisSchema,
   nonce: z.string(),
+  decided: z.optional(z.boolean()),
   data: z.looseObject({ hmac_sig: z.string() }),
 });
 export type Bid = z.output<typeof bidSchema>;
@@ -37,6 +40,15 @@ export function signBid(turnId: string, agent: string, ttlSec: number, secret: s
     data: {},
   };
   return { payload: wireJson(signPayload(bid, secret)), nonce };
+}
+
+/**
+ * The winner's bid as a decision: the same turn, agent, times and nonce, `decided: true`, signed
+ * anew. A field an older claimant ignores (the schema is loose), so it still counts there as a bid.
+ */
+export function signDecision(bid: Bid, secret: string): string {
+  const { data: _signature, ...rest } = bid;
+  return wireJson(signPayload({ ...rest, decided: true, data: {} }, secret));
 }
 
 export type BidVerdict = { ok: true; bid: Bid } | { ok: false; reason: 'schema' | 'hmac' | 'topic' };
@@ -64,6 +76,21 @@ export function verifyBid(expected: { turnId: string; agent: string | undefined 
  */
 export function bidRank(turnId: string, agent: string): string {
   return createHash('sha256').update(`${turnId}\n${agent}`).digest('hex');
+}
+
+/**
+ * Who holds the turn among unexpired bids: a decided bid outranks every undecided one (a decision is
+ * only published by a claimant that won, so deferring to it can only make a claimant lose), then
+ * the lowest bidRank.
+ */
+export function holderOf(turnId: string, bids: readonly Bid[]): Bid | undefined {
+  const decided = bids.filter((b) => b.decided === true);
+  const pool = decided.length > 0 ? decided : bids;
+  const winner = winnerOf(
+    turnId,
+    pool.map((b) => b.agent),
+  );
+  return pool.find((b) => b.agent === winner);
 }
 
 export function winnerOf(turnId: string, agents: Iterable<string>): string | undefined {

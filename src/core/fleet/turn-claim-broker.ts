@@ -4,8 +4,10 @@ import { MamError } from '../errors.ts';
 import { FleetAudit } from './fleet-audit.ts';
 import { closeFleetConnection, openFleetConnection, publishAcked, subscribeAcked } from './fleet-client.ts';
 import { agentsRoot, bidTopic, levelBelow, requireFleetSecret, turnFilter } from './fleet-names.ts';
-import { type Bid, signBid, verifyBid, winnerOf } from './turn-bids.ts';
+import { type Bid, holderOf, signBid, signDecision, verifyBid } from './turn-bids.ts';
 import type { ClaimResult } from './turn-claim.ts';
+import { startTurnHolder } from './turn-holder-launch.ts';
+import { RetainedKeeper, throttledRestoreAudit } from './turn-holder.ts';
 
 export interface BrokerClaimOptions {
   turnId: string;
@@ -17,6 +19,14 @@ export interface BrokerClaimOptions {
    * bidders' scheduling lag).
    */
   settleMs?: number | undefined;
+  /**
+   * Default true: a winner leaves a detached holder (`mam-turn-holder`) that keeps its decided bid
+   * retained until the TTL against clears and overwrites. False only where the caller outlives the
+   * turn or does not care (the in-process race tests).
+   */
+  hold?: boolean | undefined;
+  /** A won claim whose holder could not start: the turn is still won, but unguarded. */
+  onWarning?: ((line: string) => void) | undefined;
 }
 
 export const DEFAULT_SETTLE_MS = 1_000;
@@ -38,6 +48,11 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * 3. otherwise publish this claimant's own bid (retained, QoS 1), wait for it to come back, listen
  *    `settle` ms more, and name the winner among every unexpired bid seen: the lowest bidRank.
  *
+ * 4. a winner that bid publishes its bid again as `decided` and leaves a holder that keeps it
+ *    retained until the TTL; a claimant that sees a decided bid defers to it whatever the ranks, so
+ *    a clear of the winner's bid (any client can publish an empty retained message) that a later
+ *    claimant slipped through is undone within its settle window (docs/coordination.md).
+ *
  * Every decision waits `settle` ms and then passes a closing fence: it is taken on every bid the
  * broker routed before that fence, whatever this process was doing meanwhile (after an event-loop
  * stall Node runs the expired timer before it reads the socket; without the fence the bids that
@@ -57,6 +72,7 @@ export async function claimTurnOverBroker(config: MamConfig, opts: BrokerClaimOp
   const prefix = `${root}/turns/${opts.turnId}`;
   const bids = new Map<string, Bid>();
   let myNonce: string | undefined;
+  let keeper: RetainedKeeper | undefined;
   const fences = new Map<string, () => void>();
   const echo = deferred();
   const conn = await openFleetConnection(config, 'claim');
@@ -73,12 +89,16 @@ export async function claimTurnOverBroker(config: MamConfig, opts: BrokerClaimOp
     conn.client.on('message', (topic, payload) => {
       const fence = fences.get(topic);
       if (fence) return fence();
+      keeper?.onMessage(topic, payload);
       if (payload.length === 0) return; // a cleared bid, or another claimant's fence
       const verdict = verifyBid({ turnId: opts.turnId, agent: levelBelow(prefix, topic) }, payload, secret);
       if (!verdict.ok) {
         audit.append('rejected', { what: 'turn_bid', topic, reason: verdict.reason, turn_id: opts.turnId });
         return;
       }
+      // Memory is monotonic: a decided bid is never replaced by an undecided one while it is live.
+      const prev = bids.get(verdict.bid.agent);
+      if (prev?.decided === true && verdict.bid.decided !== true && Date.parse(prev.expires_at) > Date.now()) return;
       bids.set(verdict.bid.agent, verdict.bid);
       if (myNonce !== undefined && verdict.bid.nonce === myNonce) echo.resolve();
     });
@@ -97,8 +117,27 @@ export async function claimTurnOverBroker(config: MamConfig, opts: BrokerClaimOp
     await comeBack(echo.promise, conn.broker, `turn ${opts.turnId}: our bid`);
     await sleep(settleMs);
     await passFence('closing fence');
-    return decide(opts, live(bids), audit, true);
+    const result = decide(opts, live(bids), audit, true);
+    if (!result.won) return result;
+    const mine = bids.get(opts.agent)!;
+    const decided = signDecision(mine, secret);
+    const topic = bidTopic(root, opts.turnId, opts.agent);
+    // Guard from the moment the decision is out until the holder has taken over: no gap.
+    const restored = throttledRestoreAudit((entry) => audit.append('turn_restored', { turn_id: opts.turnId, agent: opts.agent, ...entry, by: 'claim' }));
+    keeper = new RetainedKeeper(conn.client, topic, Buffer.from(decided), restored);
+    try {
+      await publishAcked(conn, topic, decided, true);
+      if (opts.hold !== false) {
+        const pid = await startTurnHolder({ turn_id: opts.turnId, agent: opts.agent, payload: decided });
+        audit.append('turn_held', { turn_id: opts.turnId, agent: opts.agent, holder_pid: pid, until: result.expires_at });
+      }
+    } catch (err) {
+      // Decided is decided: the bid that won stands, and every bidder named this claimant already.
+      opts.onWarning?.(`turn ${opts.turnId} is won but unguarded until ${result.expires_at}: ${(err as Error).message}`);
+    }
+    return result;
   } finally {
+    keeper?.stop();
     await closeFleetConnection(conn);
   }
 }
@@ -124,12 +163,17 @@ function live(bids: Map<string, Bid>): Bid[] {
 }
 
 function decide(opts: BrokerClaimOptions, standing: Bid[], audit: FleetAudit, bid: boolean): ClaimResult {
-  const winner = winnerOf(
-    opts.turnId,
-    standing.map((b) => b.agent),
-  )!;
-  const held = standing.find((b) => b.agent === winner)!;
+  const held = holderOf(opts.turnId, standing)!;
+  const winner = held.agent;
   const won = winner === opts.agent;
-  audit.append(won ? 'claimed' : 'claim_lost', { turn_id: opts.turnId, agent: opts.agent, winner, via: 'broker', bid, bidders: standing.length });
+  audit.append(won ? 'claimed' : 'claim_lost', {
+    turn_id: opts.turnId,
+    agent: opts.agent,
+    winner,
+    via: 'broker',
+    bid,
+    bidders: standing.length,
+    decided: held.decided === true,
+  });
   return { turn_id: opts.turnId, agent: opts.agent, won, winner, expires_at: held.expires_at, via: 'broker' };
 }
