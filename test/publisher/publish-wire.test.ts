@@ -119,6 +119,25 @@ function wireTests(start: () => Promise<TestBroker>): void {
     expect(got.map((m) => [m.topic, m.retain, plain(m.payload).seq])).toEqual([[stateTopicOf(id), true, 2]]);
   });
 
+  it('every secret the configuration holds is scrubbed from a detail: password, dispatch and fleet secrets, dashboard token', async () => {
+    const id = 'a1000014';
+    const secrets = {
+      MQTT_PASSWORD: 'pw-0123456789abcdef',
+      MAM_DISPATCH_SECRET: 'dispatch-0123456789abcdef',
+      MAM_FLEET_SECRET: 'fleet-0123456789abcdef',
+      MAM_DASHBOARD_TOKEN: 'dashboard-0123456789abcdef',
+    };
+    const ws = brokerWorkspace(broker.port, secrets);
+    await register(ws, id);
+    const client = await tap(broker, id);
+    const r = await publishOk(ws, id, 'started', '--detail', `a ${Object.values(secrets).join(' b ')} c`);
+    const got = await waitForCount(client, id, 2);
+    await client.endAsync();
+    expect(plain(got[0]!.payload).detail).toBe('a <redacted> b <redacted> b <redacted> b <redacted> c');
+    const everything = [...got.map((m) => m.payload), r.stdout, r.stderr, auditText(ws, id)].join('\n');
+    for (const secret of Object.values(secrets)) expect(everything).not.toContain(secret);
+  });
+
   it('the token never appears on the wire, on stdout/stderr or in the audit log', async () => {
     const id = 'a1000004';
     const ws = brokerWorkspace(broker.port);

@@ -66,6 +66,8 @@ const envSchema = z.object({
   // Fleet coordination (docs/coordination.md): signs presence and turn bids; the agents' topic root.
   MAM_FLEET_SECRET: z.optional(z.string().check(z.minLength(1))),
   MAM_AGENTS_ROOT: z.optional(topicRoot),
+  // Read here only so that it is scrubbed like the other secrets; `mam dashboard` checks its length.
+  MAM_DASHBOARD_TOKEN: z.optional(z.string()),
   MAM_REGISTRY_DIR: z.optional(nonEmpty),
   MAM_LOG_DIR: z.optional(nonEmpty),
   MAM_LOG_LEVEL: z._default(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'warn'),
@@ -105,6 +107,8 @@ export interface MamConfig {
   inboxMax: number;
   dispatchSecret?: string | undefined;
   fleetSecret?: string | undefined;
+  /** `MAM_DASHBOARD_TOKEN`: the dashboard's login (src/cli/commands/dashboard.ts). */
+  dashboardToken?: string | undefined;
   /** `MAM_AGENTS_ROOT`, else the topic root's sibling `agents` (src/core/fleet/fleet-names.ts). */
   agentsRoot?: string | undefined;
   logLevel: string;
@@ -178,8 +182,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     inboxMax: v.MAM_INBOX_MAX,
     dispatchSecret: v.MAM_DISPATCH_SECRET,
     fleetSecret: v.MAM_FLEET_SECRET,
+    dashboardToken: v.MAM_DASHBOARD_TOKEN,
     agentsRoot: v.MAM_AGENTS_ROOT,
     logLevel: v.MAM_LOG_LEVEL,
     debug: v.MAM_DEBUG,
   };
+}
+
+/**
+ * Every secret the configuration holds, for the scrubbers (contract §3 `detail`, error lines): one
+ * list, so a secret added to the configuration is added here and nowhere else.
+ */
+export function configSecrets(config: MamConfig): string[] {
+  return [config.broker.password, config.dispatchSecret, config.fleetSecret, config.dashboardToken].filter((s): s is string => !!s);
 }

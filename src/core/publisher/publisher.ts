@@ -1,4 +1,4 @@
-import type { MamConfig } from '../config/config.ts';
+import { type MamConfig, configSecrets } from '../config/config.ts';
 import { NotDelivered } from './not-delivered.ts';
 import { fenceHeartbeat } from '../heartbeat/terminal-fence.ts';
 import type { OutgoingMessage } from '../mqtt/one-shot-publish.ts';
@@ -39,7 +39,7 @@ export interface PublishResult {
 
 /** The secrets that must never appear in a detail (contract §3). */
 export function detailSecrets(config: MamConfig, record: Pick<JobRecord, 'auth_token'>): string[] {
-  return [config.broker.password, config.dispatchSecret, record.auth_token].filter((s): s is string => !!s);
+  return [...configSecrets(config), record.auth_token].filter((s): s is string => !!s);
 }
 
 /** Signed event + signed retained state for one committed seq. */
