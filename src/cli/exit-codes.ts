@@ -8,7 +8,7 @@ import type { RunnerOutcome } from '../core/remote/runner.ts';
 import type { WatchOutcome } from '../core/subscriber/subscriber.ts';
 
 /**
- * The one place that knows the contract's exit codes (§1): the core throws domain errors and
+ * The one place that knows the contract's exit codes (docs/contract.md §1): the core throws domain errors and
  * returns outcomes, and every command's result passes through here on its way out.
  */
 export const ExitCode = {

@@ -88,3 +88,15 @@ describe('delegationExit (contract §1, mam delegate)', () => {
     expect([runnerExit('completed'), runnerExit('failed'), runnerExit('stopped')]).toEqual([0, 1, 0]);
   });
 });
+
+describe('docs/contract.md §1 and ExitCode are one table', () => {
+  it('every code in ExitCode has its row in the contract, and every row of the contract a code', async () => {
+    const { readFileSync } = await import('node:fs');
+    const contract = readFileSync(new URL('../../docs/contract.md', import.meta.url), 'utf8');
+    const table = contract.slice(contract.indexOf('### Exit codes (all commands)'), contract.indexOf('MAM: this table is `ExitCode`'));
+    const documented = [...table.matchAll(/^\| (\d+) \|/gm)].map((m) => Number(m[1]));
+    expect(new Set(documented)).toEqual(new Set(Object.values(ExitCode)));
+    // `mam claim`'s loss is documented as a loss, apart from its failures.
+    expect(table).toMatch(/^\| 4 \|.*`mam claim`.*lost, not failed/m);
+  });
+});
