@@ -1,9 +1,15 @@
-import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import * as z from 'zod/mini';
 import { UsageError } from '../core/errors.ts';
 import type { JobLimits } from '../core/registry/job-limits.ts';
+import { readFlagFile } from './flag-file.ts';
 import { countFlag, secondsFlag } from './flags.ts';
+
+/**
+ * A brief is a prompt, kept in the record and read by every command that reads the record: 1 MiB is
+ * far past any prompt an agent takes, and keeps `/dev/stdin < /dev/zero` from filling memory.
+ */
+export const MAX_BRIEF_BYTES = 1024 * 1024;
 
 /** The flags that describe a new job's brief and timing: `mam-register` and `mam delegate` share them. */
 export function jobFlags(cmd: Command): Command {
@@ -44,9 +50,5 @@ export function askedLimits(opts: JobOptions): Partial<JobLimits> {
 export function readBrief(opts: Pick<JobOptions, 'brief' | 'briefFile'>): string {
   if (opts.brief !== undefined && opts.briefFile !== undefined) throw new UsageError('--brief and --brief-file are exclusive');
   if (opts.briefFile === undefined) return opts.brief ?? '';
-  try {
-    return readFileSync(opts.briefFile === '-' ? 0 : opts.briefFile, 'utf8');
-  } catch (err) {
-    throw new UsageError(`--brief-file: ${opts.briefFile}: cannot read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-  }
+  return readFlagFile(opts.briefFile, { where: `--brief-file: ${opts.briefFile}`, maxBytes: MAX_BRIEF_BYTES });
 }

@@ -1,6 +1,9 @@
-import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { parseWebhook } from '../core/fleet/alerts/webhook-notifier.ts';
 import { UsageError } from '../core/errors.ts';
+import { readFlagFile } from './flag-file.ts';
+
+/** A list of webhook URLs: a few lines; anything near this is not one. */
+const MAX_TARGETS_FILE_BYTES = 64 * 1024;
 
 /**
  * `--notify` values as given, with each `@FILE` replaced by the targets it lists (docs/coordination.md):
@@ -14,26 +17,7 @@ export function expandNotifyTargets(values: string[]): string[] {
 
 function readTargetsFile(file: string): string[] {
   const where = `--notify @${file}`;
-  let text: string;
-  let fd: number | undefined;
-  try {
-    // Checked on the open file, not the path (no swap between check and read); O_NONBLOCK so that a
-    // FIFO is refused below instead of waiting for a writer.
-    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
-    const stat = fstatSync(fd);
-    if (!stat.isFile()) throw new UsageError(`${where}: not a regular file`);
-    if (typeof process.getuid === 'function' && stat.uid !== process.getuid()) throw new UsageError(`${where}: not yours`);
-    if ((stat.mode & 0o077) !== 0) {
-      const mode = (stat.mode & 0o777).toString(8).padStart(4, '0');
-      throw new UsageError(`${where}: permissions are too open (mode ${mode}); chmod 600 it`);
-    }
-    text = readFileSync(fd, 'utf8');
-  } catch (err) {
-    if (err instanceof UsageError) throw err;
-    throw new UsageError(`${where}: cannot read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
+  const text = readFlagFile(file, { where, maxBytes: MAX_TARGETS_FILE_BYTES, private: true });
   const targets: string[] = [];
   for (const [i, raw] of text.split(/\r?\n/).entries()) {
     const line = raw.trim();

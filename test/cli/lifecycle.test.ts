@@ -1,8 +1,9 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { closeSync, existsSync, openSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import pkg from '../../package.json' with { type: 'json' };
-import { type RunResult, type Workspace, makeWorkspace, runBin } from '../helpers/cli.ts';
+import { type RunResult, type Workspace, binPath, makeWorkspace, runBin } from '../helpers/cli.ts';
 
 let ws: Workspace;
 beforeEach(() => {
@@ -77,6 +78,32 @@ describe('mam-register', () => {
     expect(okRecord(runBin('mam-register', ['--brief-file', '-'], ws, { input: 'from stdin\n' })).brief).toBe('from stdin\n');
     failed(runBin('mam-register', ['--brief-file', path.join(ws.root, 'missing.md')], ws), 64);
     failed(runBin('mam-register', ['--brief', 'x', '--brief-file', file], ws), 64);
+  });
+
+  it('--brief-file refuses what is not a regular file, or too large, at once and writing nothing', () => {
+    const fifo = path.join(ws.root, 'brief.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const huge = path.join(ws.root, 'huge.md');
+    writeFileSync(huge, 'x'.repeat(1024 * 1024 + 1));
+    // A FIFO with no writer would block a plain read for ever; the timeout makes a hang a failure.
+    expect(failed(runBin('mam-register', ['--brief-file', fifo], ws, { timeoutMs: 10_000 }), 64)).toContain('not a regular file');
+    expect(failed(runBin('mam-register', ['--brief-file', '/dev/zero'], ws, { timeoutMs: 10_000 }), 64)).toContain('not a regular file');
+    expect(failed(runBin('mam-register', ['--brief-file', ws.root], ws), 64)).toContain('not a regular file');
+    expect(failed(runBin('mam-register', ['--brief-file', huge], ws), 64)).toContain('larger than 1048576 bytes');
+    // stdin that never ends (`--brief-file - < /dev/zero`) is read up to the bound, then refused.
+    const zero = openSync('/dev/zero', 'r');
+    const r = spawnSync(process.execPath, [binPath('mam-register'), '--brief-file', '-'], {
+      cwd: ws.root,
+      env: ws.env,
+      stdio: [zero, 'pipe', 'pipe'],
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
+    closeSync(zero);
+    expect(failed({ code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr }, 64)).toContain('larger than 1048576 bytes');
+    expect(existsSync(path.join(ws.root, '.mam', 'jobs')) ? readdirSync(path.join(ws.root, '.mam', 'jobs')).filter((f) => f.endsWith('.json')) : []).toEqual(
+      [],
+    );
   });
 
   it('--depends-on is repeatable; a missing dependency is exit 66', () => {
