@@ -59,9 +59,11 @@ export class AuditLog {
   /**
    * The seq of the job's last `published` line, 0 when there is none. Lines are appended under the
    * registry lock, so the last one holds the highest seq; the file is read backwards from its end,
-   * usually one chunk.
+   * usually one chunk. A `published` line whose seq is no seq MAM could have taken (see
+   * `isTakenSeq`) is corrupt or forged: it is passed to `onCorrupt` and skipped, so that it never
+   * becomes the record's `last_seq` (a record that every later read would refuse).
    */
-  lastPublishedSeq(jobId: string): number {
+  lastPublishedSeq(jobId: string, onCorrupt: (seqText: string) => void = () => undefined): number {
     let fd: number;
     try {
       fd = openSync(this.paths.events(jobId), 'r');
@@ -83,7 +85,8 @@ export class AuditLog {
           if (i >= 0 && buf[i] !== NEWLINE) continue;
           if (i < 0 && pos > 0) break; // the line goes on in the previous chunk
           const seq = publishedSeq(buf.subarray(i + 1, end));
-          if (seq !== undefined) return seq;
+          if (typeof seq === 'number') return seq;
+          if (seq !== undefined) onCorrupt(seq.corrupt);
           end = i;
         }
         carry = buf.subarray(0, end);
@@ -119,12 +122,26 @@ function auditLine(entry: Record<string, unknown>): string {
   return embedded.length === 0 ? text : `${text.slice(0, -1)}${embedded.join('')}}`;
 }
 
-function publishedSeq(line: Buffer): number | undefined {
+/**
+ * A seq MAM may have taken: a safe integer ≥ 1 whose successor is safe too. The publisher writes only
+ * `last_seq + 1` of a validated record, so anything else (1e308, 2^53, -1, 1.5, a string) did not
+ * come from it, and a next seq derived from it would not be a safe integer.
+ */
+export function isTakenSeq(seq: unknown): seq is number {
+  return Number.isSafeInteger(seq) && (seq as number) >= 1 && (seq as number) < Number.MAX_SAFE_INTEGER;
+}
+
+/** A `published` line's seq; `corrupt` (what is wrong with it) when the line is one but holds no seq MAM took. */
+function publishedSeq(line: Buffer): number | { corrupt: string } | undefined {
   if (line.length < PUBLISHED_LINE.length || !line.subarray(0, PUBLISHED_LINE.length).equals(PUBLISHED_LINE)) return undefined;
+  let seq: unknown;
   try {
-    const seq = (JSON.parse(line.toString('utf8')) as { seq?: unknown }).seq;
-    return typeof seq === 'number' && Number.isInteger(seq) ? seq : undefined;
+    seq = (JSON.parse(line.toString('utf8')) as { seq?: unknown }).seq;
   } catch {
-    return undefined;
+    return { corrupt: 'not JSON' };
   }
+  if (isTakenSeq(seq)) return seq;
+  // Named as it stands in the line (`1e308`, not JSON.stringify's `1e+308`), so that grep finds it.
+  const lexeme = /"seq":\s*([^,}\s]{1,40})/.exec(line.toString('utf8'))?.[1];
+  return { corrupt: lexeme === undefined ? 'no seq' : `seq ${lexeme}` };
 }

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
-import { CorruptRecord, NoSuchJob } from '../errors.ts';
+import { CorruptRecord, MamError, NoSuchJob } from '../errors.ts';
 import { type JobRecord, checkRecordFast, jobRecordSchema } from './job-record.ts';
 import { jobIdOfRecordFile } from './paths.ts';
 
@@ -37,20 +37,33 @@ export function readRecord(file: string, jobId: string): JobRecord {
   } catch (err) {
     throw new CorruptRecord(file, `not JSON: ${(err as Error).message}`);
   }
-  let record = checkRecordFast(raw);
-  if (!record) {
-    const parsed = jobRecordSchema.safeParse(raw);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      throw new CorruptRecord(file, `${issue.path.join('.') || 'record'}: ${issue.message}`);
-    }
-    record = parsed.data;
-  }
+  const record = validRecord(raw);
+  if (typeof record === 'string') throw new CorruptRecord(file, record);
   if (record.job_id !== jobId) throw new CorruptRecord(file, `job_id ${record.job_id} does not match the file name`);
   return record;
 }
 
+/** The record `raw` holds, or why it is none (the first issue, as `field: message`). */
+function validRecord(raw: unknown): JobRecord | string {
+  const record = checkRecordFast(raw);
+  if (record) return record;
+  const parsed = jobRecordSchema.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  return `${issue.path.join('.') || 'record'}: ${issue.message}`;
+}
+
+/**
+ * Throws, naming the file, when `record` is one that `readRecord` would refuse: what is written must
+ * read back, or a bad value (a seq past 2^53) would turn a working job into a corrupt record.
+ */
+export function assertWritableRecord(file: string, record: JobRecord): void {
+  const valid = validRecord(record);
+  if (typeof valid === 'string') throw new MamError(`${file}: not written, the record would be invalid (${valid})`);
+}
+
 export async function writeRecord(file: string, record: JobRecord): Promise<void> {
+  assertWritableRecord(file, record);
   await writeJsonAtomic(file, record);
 }
 

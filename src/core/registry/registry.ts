@@ -7,7 +7,7 @@ import type { JobLimits } from './job-limits.ts';
 import { withRegistryLock } from './lock.ts';
 import { RegistryPaths, assertJobId } from './paths.ts';
 import { type PickIndex, buildPickIndex, readPickIndex, recordSetDigest, withRecord, writePickIndex } from './pick-index.ts';
-import { listRecordIds, readRecord, writeRecord } from './record-store.ts';
+import { assertWritableRecord, listRecordIds, readRecord, writeRecord } from './record-store.ts';
 import { type TransitionRequest, planTransition } from './transitions.ts';
 import { isAddressedTo } from '../fleet/addressing.ts';
 import type { CloseRequest, Transport } from '../vocabulary.ts';
@@ -224,7 +224,7 @@ export class Registry {
     // The audit lines of a commit are written before its record (below). A publisher killed between
     // the two left a `published` seq that its record never took: the next event takes the seq after
     // it, so that no seq is ever written twice, and the one left behind is marked as such.
-    const logged = request.kind === 'event' ? this.audit.lastPublishedSeq(jobId) : 0;
+    const logged = request.kind === 'event' ? this.audit.lastPublishedSeq(jobId, (why) => this.reportCorruptAudit(jobId, why)) : 0;
     const aborted = logged > record.last_seq ? logged : undefined;
     const base = aborted === undefined ? record : { ...record, last_seq: aborted };
     const plan = planTransition(base, request, new Date().toISOString());
@@ -234,6 +234,8 @@ export class Registry {
       throw new TransitionRefused(jobId, reason!);
     }
     const next = plan.next;
+    // Before the first line of the commit: a record that would not read back is never started on.
+    assertWritableRecord(this.paths.record(jobId), next);
     if (aborted !== undefined)
       this.audit.append(jobId, { type: 'publish_failed', seq: aborted, reason: 'aborted: its publisher ended before the seq was committed' });
     // Write-ahead: the hooks' lines (the signed `published` payload) go to the audit before the
@@ -257,6 +259,11 @@ export class Registry {
       });
     }
     return { record: next, previous: record, seq: plan.seq };
+  }
+
+  /** A corrupt `published` line: one warning naming the file and what is wrong; the line is left as it is. */
+  private reportCorruptAudit(jobId: string, why: string): void {
+    this.warn(`${this.paths.events(jobId)}: a published line is corrupt (${why}); skipped, its seq not taken`);
   }
 
   private dependenciesDone(record: JobRecord): boolean {
