@@ -95,7 +95,7 @@ export class MessageVerifier {
     const message: VerifiedMessage =
       p.event === 'state'
         ? { kind: 'state', jobId, seq: p.seq, status: p.status, lastEvent: p.last_event, payload: parsed, wireText, retained }
-        : { kind: 'event', jobId, seq: p.seq, event: p.event, payload: parsed, wireText };
+        : { kind: 'event', jobId, seq: p.seq, event: p.event, payload: parsed, wireText, timestamp: timestampOf(parsed) };
     return { ok: true, message, record };
   }
 
@@ -119,6 +119,12 @@ export class MessageVerifier {
     this.records.set(jobId, { record, file, mtimeMs: stat.mtimeMs, size: stat.size, batch });
     return record;
   }
+}
+
+/** The payload's `timestamp` when it is a string (the schema checked its form). */
+function timestampOf(parsed: unknown): string | undefined {
+  const t = (parsed as { timestamp?: unknown }).timestamp;
+  return typeof t === 'string' ? t : undefined;
 }
 
 /**

@@ -14,6 +14,8 @@ export interface VerifiedEvent {
   payload: unknown;
   /** The payload's text when the wire carried it in its own compact form: the line to print as is (`WirePayload.compactText`). */
   wireText?: string | undefined;
+  /** The payload's `timestamp` as sent (`YYYY-MM-DDTHH:MM:SSZ`), for the replay guard's bound. */
+  timestamp?: string | undefined;
 }
 
 export interface VerifiedState {

@@ -28,7 +28,9 @@ export type AuditEntry =
   /** An accepted seq beyond last-seen + 1; the message is still accepted. */
   | { type: 'seq_gap'; seq: number; expected: number }
   /** An unseen event for a job that is already resolved: not printed. */
-  | { type: 'ignored_after_terminal'; seq: number; event: LifecycleEvent; status: TerminalStatus };
+  | { type: 'ignored_after_terminal'; seq: number; event: LifecycleEvent; status: TerminalStatus }
+  /** A genuine but old non-terminal event sent again (src/core/subscriber/replay-guard.ts): not printed, no liveness. */
+  | { type: 'rejected'; reason: 'replayed'; seq: number; event: LifecycleEvent; detail: string };
 
 /** Append `entry` to the job's `events.ndjson` (the adapter adds the timestamp). */
 export interface AuditAction {

@@ -1,6 +1,7 @@
 import { type TerminalStatus, isTerminalStatus, terminalStatusOf } from '../vocabulary.ts';
 import type { MonotonicClock } from './clock.ts';
 import { JobClock, minOf, type JobLimitsMs } from './job-clock.ts';
+import { ReplayGuard } from './replay-guard.ts';
 import { SeqTracker } from './seq-tracker.ts';
 import type { VerifiedEvent, VerifiedState, WatchedJob } from './verified-message.ts';
 import { outcomeOf, timeoutExit, type ExitAction, type WatchAction, type WatchSource } from './watch-actions.ts';
@@ -20,6 +21,8 @@ export interface WatchStateOptions {
   flags?: WatchTimeoutFlags;
   /** How long a first connection may fail before exit 3 (contract §4: "about 5 s"). */
   firstConnectGraceMs?: number;
+  /** The wall clock (ms since the epoch), for the replay guard's timestamp bound; default `Date.now`. */
+  wallNow?: () => number;
 }
 
 export const DEFAULT_FIRST_CONNECT_GRACE_MS = 5_000;
@@ -34,6 +37,7 @@ interface Resolution {
 interface TrackedJob {
   jobId: string;
   seqs: SeqTracker;
+  replay: ReplayGuard;
   clock: JobClock;
   resolution: Resolution | null;
 }
@@ -56,7 +60,12 @@ export class WatchState {
    */
   #jobsDeadline: number | null | undefined = null;
   #firstConnectDeadline: number | null;
+  /** Wall-clock ms at the start: what the replay guard measures event timestamps against. */
+  readonly #startedAtWallMs: number;
   #connected = false;
+  #everConnected = false;
+  /** A CONNACK came after a first one: retained states no longer raise the replay floor (replay-guard.ts). */
+  #reconnected = false;
   #closed = false;
 
   constructor(options: WatchStateOptions) {
@@ -65,6 +74,7 @@ export class WatchState {
     this.#now = options.now;
     this.#flags = options.flags ?? {};
     const startedAt = this.#now();
+    this.#startedAtWallMs = (options.wallNow ?? Date.now)();
     this.#firstConnectDeadline = startedAt + (options.firstConnectGraceMs ?? DEFAULT_FIRST_CONNECT_GRACE_MS);
     for (const job of options.jobs) {
       if (this.#jobs.has(job.jobId)) continue;
@@ -121,10 +131,16 @@ export class WatchState {
     const job = this.#lookup(msg.jobId);
     if (!job) return [];
     if (job.resolution) return this.#afterTerminal(job, job.resolution, msg);
+    const stale = terminalStatusOf(msg.event) || job.seqs.hasAccepted(msg.seq) ? null : job.replay.staleness(msg.seq, msg.timestamp);
+    if (stale) {
+      // Old news sent again: neither printed nor taken as a sign of life (issue 27).
+      return [{ type: 'audit', jobId: job.jobId, entry: { type: 'rejected', reason: 'replayed', seq: msg.seq, event: msg.event, detail: stale } }];
+    }
     const verdict = job.seqs.acceptEvent(msg.seq);
     if (verdict.kind === 'duplicate') {
       return [{ type: 'audit', jobId: job.jobId, entry: { type: 'duplicate', seq: msg.seq, event: msg.event } }];
     }
+    job.replay.noteAccepted();
     const actions: WatchAction[] = [];
     if (verdict.expectedSeq !== null) {
       actions.push({ type: 'audit', jobId: job.jobId, entry: { type: 'seq_gap', seq: msg.seq, expected: verdict.expectedSeq } });
@@ -148,6 +164,7 @@ export class WatchState {
       const print: WatchAction = { type: 'print', jobId: job.jobId, payload: msg.payload, wireText: msg.wireText, via: 'state', seq: msg.seq, event: null };
       return [print, ...this.#resolve(job, { status: msg.status, via: 'state', seq: msg.seq })];
     }
+    if (msg.retained && !this.#reconnected) job.replay.noteRetainedState(msg.seq);
     if (job.seqs.noteState(msg.seq)) {
       const before = job.clock.nextDeadline;
       job.clock.renew(this.#now());
@@ -187,6 +204,8 @@ export class WatchState {
     const expired = this.#settleClocks();
     if (expired) return expired;
     this.#connected = true;
+    if (this.#everConnected) this.#reconnected = true;
+    this.#everConnected = true;
     this.#firstConnectDeadline = null;
     return [];
   }
@@ -198,7 +217,13 @@ export class WatchState {
   }
 
   #track(jobId: string, startedAt: number, limits: JobLimitsMs, lastSeq: number | undefined): TrackedJob {
-    const job: TrackedJob = { jobId, seqs: new SeqTracker(lastSeq), clock: new JobClock(startedAt, limits), resolution: null };
+    const job: TrackedJob = {
+      jobId,
+      seqs: new SeqTracker(lastSeq),
+      replay: new ReplayGuard(lastSeq ?? 0, this.#startedAtWallMs),
+      clock: new JobClock(startedAt, limits),
+      resolution: null,
+    };
     this.#jobs.set(jobId, job);
     this.#deadlineMoved(null, job.clock.nextDeadline);
     return job;
