@@ -13,6 +13,7 @@ export type AuditType =
   | 'duplicate'
   | 'ignored_after_terminal'
   | 'seq_gap'
+  | 'stale_timestamp'
   | 'refused'
   | 'reconnected'
   | 'redispatched'

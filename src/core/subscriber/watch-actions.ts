@@ -30,7 +30,9 @@ export type AuditEntry =
   /** An unseen event for a job that is already resolved: not printed. */
   | { type: 'ignored_after_terminal'; seq: number; event: LifecycleEvent; status: TerminalStatus }
   /** A genuine but old non-terminal event sent again (src/core/subscriber/replay-guard.ts): not printed, no liveness. */
-  | { type: 'rejected'; reason: 'replayed'; seq: number; event: LifecycleEvent; detail: string };
+  | { type: 'rejected'; reason: 'replayed'; seq: number; event: LifecycleEvent; detail: string }
+  /** An accepted event stamped far from this host's time: evidence only, the timestamp decides nothing (contract §3). */
+  | { type: 'stale_timestamp'; seq: number; event: LifecycleEvent; detail: string };
 
 /** Append `entry` to the job's `events.ndjson` (the adapter adds the timestamp). */
 export interface AuditAction {

@@ -21,7 +21,7 @@ export interface WatchStateOptions {
   flags?: WatchTimeoutFlags;
   /** How long a first connection may fail before exit 3 (contract §4: "about 5 s"). */
   firstConnectGraceMs?: number;
-  /** The wall clock (ms since the epoch), for the replay guard's timestamp bound; default `Date.now`. */
+  /** The wall clock (ms since the epoch), for the audit of odd event timestamps only; default `Date.now`. */
   wallNow?: () => number;
 }
 
@@ -60,6 +60,7 @@ export class WatchState {
    */
   #jobsDeadline: number | null | undefined = null;
   #firstConnectDeadline: number | null;
+  readonly #wallNow: () => number;
   /** Wall-clock ms at the start: what the replay guard measures event timestamps against. */
   readonly #startedAtWallMs: number;
   #connected = false;
@@ -74,7 +75,8 @@ export class WatchState {
     this.#now = options.now;
     this.#flags = options.flags ?? {};
     const startedAt = this.#now();
-    this.#startedAtWallMs = (options.wallNow ?? Date.now)();
+    this.#wallNow = options.wallNow ?? Date.now;
+    this.#startedAtWallMs = this.#wallNow();
     this.#firstConnectDeadline = startedAt + (options.firstConnectGraceMs ?? DEFAULT_FIRST_CONNECT_GRACE_MS);
     for (const job of options.jobs) {
       if (this.#jobs.has(job.jobId)) continue;
@@ -131,10 +133,11 @@ export class WatchState {
     const job = this.#lookup(msg.jobId);
     if (!job) return [];
     if (job.resolution) return this.#afterTerminal(job, job.resolution, msg);
-    const stale = terminalStatusOf(msg.event) || job.seqs.hasAccepted(msg.seq) ? null : job.replay.staleness(msg.seq, msg.timestamp);
-    if (stale) {
+    const terminal = terminalStatusOf(msg.event) !== null;
+    const replayed = terminal || job.seqs.hasAccepted(msg.seq) ? null : job.replay.replayed(msg.seq);
+    if (replayed) {
       // Old news sent again: neither printed nor taken as a sign of life (issue 27).
-      return [{ type: 'audit', jobId: job.jobId, entry: { type: 'rejected', reason: 'replayed', seq: msg.seq, event: msg.event, detail: stale } }];
+      return [{ type: 'audit', jobId: job.jobId, entry: { type: 'rejected', reason: 'replayed', seq: msg.seq, event: msg.event, detail: replayed } }];
     }
     const verdict = job.seqs.acceptEvent(msg.seq);
     if (verdict.kind === 'duplicate') {
@@ -142,6 +145,8 @@ export class WatchState {
     }
     job.replay.noteAccepted();
     const actions: WatchAction[] = [];
+    const oddStamp = terminal ? null : job.replay.timestampOddity(msg.timestamp, this.#wallNow());
+    if (oddStamp) actions.push({ type: 'audit', jobId: job.jobId, entry: { type: 'stale_timestamp', seq: msg.seq, event: msg.event, detail: oddStamp } });
     if (verdict.expectedSeq !== null) {
       actions.push({ type: 'audit', jobId: job.jobId, entry: { type: 'seq_gap', seq: msg.seq, expected: verdict.expectedSeq } });
     }

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { REPLAY_TIMESTAMP_SKEW_MS } from '../../../src/core/subscriber/replay-guard.ts';
+import { TIMESTAMP_SKEW_MS } from '../../../src/core/subscriber/replay-guard.ts';
 import type { VerifiedEvent } from '../../../src/core/subscriber/verified-message.ts';
 import { connectedWatch, event, exitOf, JOB_A, ofType, state, watchedJob } from './watch-fixtures.ts';
 
 /**
  * The replay guard (issue 27): a genuine non-terminal event whose seq the job had already sent
  * before the watch began — the record's `last_seq` at the start, or a retained state of the first
- * connection — or whose timestamp is far older than the start, is audited `rejected`/`replayed`,
- * not printed, and keeps no dead agent alive. Terminal events and QoS 1 redeliveries are as before.
+ * connection — is audited `rejected`/`replayed`, not printed, and keeps no dead agent alive. Terminal
+ * events and QoS 1 redeliveries are as before. A far-off timestamp is only audited.
  */
 
 const replayed = (seq: number, event = 'progress') => ({ type: 'rejected', reason: 'replayed', seq, event });
@@ -71,14 +71,27 @@ describe('WatchState replay guard (issue 27)', () => {
     for (const seq of [3, 2]) expect(ofType(watch.onEvent(event(JOB_A, seq)), 'print').map((p) => p.seq)).toEqual([seq]);
   });
 
-  it(`a timestamp more than ${REPLAY_TIMESTAMP_SKEW_MS / 60_000} min before the start is old news; a terminal one is not`, () => {
-    const { watch } = connectedWatch([watchedJob(JOB_A, { lastSeq: 0 })], { wallNow: () => START_WALL_MS });
-    const stale = watch.onEvent(stamped(1, '2026-12-05T10:59:59Z', 'started'));
-    expect(ofType(stale, 'audit')[0]?.entry).toMatchObject({ ...replayed(1, 'started'), detail: expect.stringContaining('2026-12-05T10:59:59Z') });
-    expect(ofType(stale, 'print')).toEqual([]);
-    // Within the skew (a remote runner's clock behind ours): taken.
-    expect(ofType(watch.onEvent(stamped(2, '2026-12-05T11:30:00Z')), 'print').map((p) => p.seq)).toEqual([2]);
-    const done = watch.onEvent(stamped(3, '2026-12-05T09:00:00Z', 'completed'));
+  it(`a timestamp more than ${TIMESTAMP_SKEW_MS / 60_000} min before the start or ahead of the clock is audited, never refused (contract §3)`, () => {
+    let wall = START_WALL_MS;
+    const { watch } = connectedWatch([watchedJob(JOB_A, { lastSeq: 0 })], { wallNow: () => wall });
+    const old = watch.onEvent(stamped(1, '2026-12-05T10:59:59Z', 'started'));
+    expect(old.map((a) => a.type)).toEqual(['audit', 'print']);
+    expect(ofType(old, 'audit')[0]?.entry).toEqual({
+      type: 'stale_timestamp',
+      seq: 1,
+      event: 'started',
+      detail: 'timestamp 2026-12-05T10:59:59Z is more than 60 min before the watch began',
+    });
+    // Within the skew (a remote runner's clock behind ours): nothing to say.
+    expect(watch.onEvent(stamped(2, '2026-12-05T11:30:00Z')).map((a) => a.type)).toEqual(['print']);
+    wall += 10 * 60_000;
+    expect(ofType(watch.onEvent(stamped(3, '2026-12-05T13:10:01Z')), 'audit')[0]?.entry).toMatchObject({
+      type: 'stale_timestamp',
+      detail: "timestamp 2026-12-05T13:10:01Z is more than 60 min ahead of this host's clock",
+    });
+    // A terminal event's stamp is the time it ended, however long ago: no audit.
+    const done = watch.onEvent(stamped(4, '2026-12-05T09:00:00Z', 'completed'));
+    expect(ofType(done, 'audit')).toEqual([]);
     expect(exitOf(done)).toEqual({ type: 'exit', reason: 'all_completed' });
   });
 });
