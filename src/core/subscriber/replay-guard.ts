@@ -16,8 +16,8 @@ export const TIMESTAMP_SKEW_MS = 60 * 60 * 1000;
  * had sent before anyone here listened. A live state does not raise it (heartbeats and the agent's
  * events race, so a lower seq may still be on its way), nor does a retained one once events flow or
  * after a reconnect (the events queued for this session while it was cut off sit below it and are
- * owed). The floor is a snapshot: the record moves ahead of the wire
- * (contract §3, disk first), so following it would take every event for a replay.
+ * owed). The floor is a snapshot: the record moves ahead of the wire (contract §3, disk first), so
+ * following it would take every event for a replay.
  *
  * Terminal events are never judged here: a retained `completed` of a job that ended before the watch
  * began is how a late watcher learns the outcome (contract §4).
@@ -35,10 +35,6 @@ export class ReplayGuard {
   constructor(lastSeq: number, startedAtWallMs: number) {
     this.#floor = lastSeq;
     this.#oldestMs = startedAtWallMs - TIMESTAMP_SKEW_MS;
-  }
-
-  get floor(): number {
-    return this.#floor;
   }
 
   /** A retained state of the first connection. */
