@@ -13,6 +13,9 @@ export class MamError extends Error {
 /** Bad flag, bad value, bad job id, `--data` not an object. */
 export class UsageError extends MamError {}
 
+/** A registry folder, log file or `.mam.env` that others could write (or read, for secrets), or a symbolic link inside the registry. */
+export class UnsafePlace extends UsageError {}
+
 export class NoSuchJob extends MamError {
   constructor(readonly jobId: string) {
     super(`no such job: ${jobId}`);

@@ -2,7 +2,17 @@ import { CommanderError } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { ExitCode, delegationExit, exitCodeOf, reportError, runnerExit, watchExit } from '../../src/cli/exit-codes.ts';
 import type { DelegationOutcome } from '../../src/core/delegate/delegation.ts';
-import { ConfigError, CorruptRecord, LockTimeout, MamError, NoSuchJob, NothingPickable, TransitionRefused, UsageError } from '../../src/core/errors.ts';
+import {
+  ConfigError,
+  CorruptRecord,
+  LockTimeout,
+  MamError,
+  NoSuchJob,
+  NothingPickable,
+  TransitionRefused,
+  UnsafePlace,
+  UsageError,
+} from '../../src/core/errors.ts';
 import { BrokerRefusedConnection, BrokerUnreachable, SubscriptionRefused } from '../../src/core/mqtt/broker-errors.ts';
 import type { WatchOutcome } from '../../src/core/subscriber/subscriber.ts';
 
@@ -11,6 +21,7 @@ import type { WatchOutcome } from '../../src/core/subscriber/subscriber.ts';
 describe('exitCodeOf', () => {
   it.each<[string, unknown, number]>([
     ['a usage error', new UsageError('x'), 64],
+    ['a place others could tamper with', new UnsafePlace('/r: permissions are too open (mode 0777); chmod 700 /r'), 64],
     ['no such job', new NoSuchJob('abcd1234'), 66],
     ['nothing pickable', new NothingPickable('S'), 4],
     ['a refused transition', new TransitionRefused('abcd1234', 'job is already completed'), 5],

@@ -1,10 +1,9 @@
 import path from 'node:path';
-import writeFileAtomic from 'write-file-atomic';
 import { binPath, publishCommandLine } from '../bin-path.ts';
 import type { MamConfig } from '../config/config.ts';
 import { formatServer } from '../mqtt/server-list.ts';
 import type { JobRecord } from '../registry/job-record.ts';
-import { FILE_MODE, ensureDir } from '../registry/record-store.ts';
+import { ensureOwnDir, writePrivateFileSync } from '../registry/record-store.ts';
 import type { Registry } from '../registry/registry.ts';
 import { agentPrompt } from './preamble.ts';
 import { type AgentName, type LaunchMode, type LaunchPaths, agentLaunch } from './presets.ts';
@@ -65,8 +64,8 @@ export function launchPaths(registry: Registry, jobId: string): LaunchPaths {
 export function prepareLaunch(config: MamConfig, registry: Registry, record: JobRecord, choice: AgentChoice, mode: LaunchMode): PreparedLaunch {
   const paths = launchPaths(registry, record.job_id);
   const prompt = agentPrompt(record);
-  ensureDir(path.dirname(paths.promptFile));
-  writeFileAtomic.sync(paths.promptFile, prompt, { mode: FILE_MODE });
+  ensureOwnDir(path.dirname(paths.promptFile));
+  writePrivateFileSync(paths.promptFile, prompt);
   const vars = jobEnvironment(config, registry, record, paths.promptFile);
   const env = { ...process.env, ...vars };
   if (choice.exec !== undefined) {
@@ -82,6 +81,6 @@ export function prepareLaunch(config: MamConfig, registry: Registry, record: Job
     // (those come from `<workspace>/.mam.env` or the inherited environment).
     serverEnv: Object.fromEntries(Object.entries(vars).filter(([name]) => name !== 'MAM_JOB_BRIEF')),
   });
-  for (const file of launch.files) writeFileAtomic.sync(file.path, file.content, { mode: FILE_MODE });
+  for (const file of launch.files) writePrivateFileSync(file.path, file.content);
   return { command: launch.command, env, stdinFile: launch.stdinFile, terminalPrompt: launch.terminalPrompt };
 }

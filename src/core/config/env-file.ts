@@ -1,6 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../errors.ts';
+import { assertPrivateEnvFile } from '../private-places.ts';
 
 /**
  * Parses `.mam.env`: KEY=VALUE lines; blank lines and `#` comments skipped; an optional
@@ -28,20 +29,30 @@ export function parseEnvFile(text: string): Record<string, string> {
 
 /**
  * Which file to read (contract §7): with `MAM_ENV_FILE` only that one, else `<root>/.mam.env`.
- * A missing file is skipped; one that exists but cannot be read is an error naming it.
+ * A missing file is skipped; one that exists but cannot be read is an error naming it, and so is
+ * one that others could write, or read while it holds a secret (src/core/private-places.ts).
  */
 export function readEnvFile(env: NodeJS.ProcessEnv, root: string, cwd: string = root): Record<string, string> {
   // A relative MAM_ENV_FILE is relative to where the command runs, as any shell user expects.
   const file = env.MAM_ENV_FILE ? path.resolve(cwd, env.MAM_ENV_FILE) : path.join(root, '.mam.env');
-  let text: string;
+  let fd: number;
   try {
-    text = readFileSync(file, 'utf8');
+    // O_NONBLOCK: a FIFO put in its place must not hang every command.
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'unknown';
     if (code === 'ENOENT') return {};
     throw new ConfigError(`${file}: cannot read (${code})`);
   }
-  return parseEnvFile(text);
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new ConfigError(`${file}: cannot read (${st.isDirectory() ? 'EISDIR' : 'not a regular file'})`);
+    const vars = parseEnvFile(readFileSync(fd, 'utf8'));
+    assertPrivateEnvFile(file, st, Object.keys(vars));
+    return vars;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Variables already in the environment win over the file's; an empty one (`MQTT_BROKER=`) does not erase it. */

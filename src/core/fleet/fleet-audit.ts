@@ -1,5 +1,5 @@
-import { appendFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { appendLine, ensureDir } from '../registry/record-store.ts';
 
 /**
  * `<log dir>/fleet.ndjson`: what the fleet's receivers refused (forged or malformed presence, bids)
@@ -30,8 +30,8 @@ export class FleetAudit {
 
   private write(file: string, line: object): void {
     try {
-      mkdirSync(this.logDir, { recursive: true, mode: 0o700 });
-      appendFileSync(file, `${JSON.stringify(line)}\n`, { mode: 0o600 });
+      ensureDir(this.logDir);
+      appendLine(file, `${JSON.stringify(line)}\n`);
     } catch {
       // The audit is evidence, not a gate: a full or read-only disk must not stop a watch.
     }

@@ -4,6 +4,7 @@ import type { JobRecord } from '../registry/job-record.ts';
 import { withDirLock } from '../registry/lock.ts';
 import type { RegistryPaths } from '../registry/paths.ts';
 import { FILE_MODE, ensureDir, writeJsonAtomic } from '../registry/record-store.ts';
+import { refuseSymlink } from '../private-places.ts';
 
 /** The attempt whose terminal publish has begun: none of its beats may take a seq any more. */
 export interface Barrier {
@@ -45,6 +46,7 @@ export class HeartbeatFiles {
   /** Atomic (temp + fsync + rename) so a stopper never reads half a pid. */
   async writePid(pid: number): Promise<void> {
     ensureDir(this.dir);
+    refuseSymlink(this.pidFile);
     await writeFileAtomic(this.pidFile, `${pid}\n`, { mode: FILE_MODE, fsync: true });
   }
 

@@ -1,7 +1,8 @@
-import { appendFileSync, closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { type JobRecord, publicView } from './job-record.ts';
 import type { RegistryPaths } from './paths.ts';
-import { FILE_MODE, ensureDir, writeJsonAtomic } from './record-store.ts';
+import { NO_FOLLOW, isSymlinkRefusal, symlinkRefused } from '../private-places.ts';
+import { appendLine, ensureOwnDir, writeJsonAtomic } from './record-store.ts';
 
 /** The `type`s of `events.ndjson` lines (contract §2). */
 export type AuditType =
@@ -53,8 +54,8 @@ export class AuditLog {
    * and a process killed mid-call leaves no torn line on a local disk.
    */
   append(jobId: string, entry: AuditEntry): void {
-    ensureDir(this.paths.jobLogDir(jobId));
-    appendFileSync(this.paths.events(jobId), `${auditLine({ ...entry, at: new Date().toISOString(), job_id: jobId })}\n`, { mode: FILE_MODE });
+    ensureOwnDir(this.paths.jobLogDir(jobId));
+    appendLine(this.paths.events(jobId), `${auditLine({ ...entry, at: new Date().toISOString(), job_id: jobId })}\n`);
   }
 
   /**
@@ -67,8 +68,10 @@ export class AuditLog {
   lastPublishedSeq(jobId: string, onCorrupt: (seqText: string) => void = () => undefined): number {
     let fd: number;
     try {
-      fd = openSync(this.paths.events(jobId), 'r');
-    } catch {
+      fd = openSync(this.paths.events(jobId), constants.O_RDONLY | NO_FOLLOW);
+    } catch (err) {
+      // A link here would let whoever planted it choose the next seq.
+      if (isSymlinkRefusal(err)) throw symlinkRefused(this.paths.events(jobId));
       return 0;
     }
     try {
@@ -99,10 +102,12 @@ export class AuditLog {
   }
 
   async writeMeta(record: JobRecord): Promise<void> {
+    ensureOwnDir(this.paths.jobLogDir(record.job_id));
     await writeJsonAtomic(this.paths.meta(record.job_id), publicView(record));
   }
 
   async writeStatus(record: JobRecord): Promise<void> {
+    ensureOwnDir(this.paths.jobLogDir(record.job_id));
     await writeJsonAtomic(this.paths.status(record.job_id), {
       status: record.status,
       updated_at: record.updated_at,

@@ -1,9 +1,10 @@
-import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { closeSync, constants, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import { CorruptRecord, MamError, NoSuchJob } from '../errors.ts';
 import { type JobRecord, checkRecordFast, jobRecordSchema } from './job-record.ts';
 import { jobIdOfRecordFile } from './paths.ts';
+import { NO_FOLLOW, isSymlinkRefusal, refuseSymlink, symlinkRefused } from '../private-places.ts';
 
 /** Files and folders hold tokens: owner only. */
 export const FILE_MODE = 0o600;
@@ -13,9 +14,41 @@ export function ensureDir(dir: string): void {
   mkdirSync(dir, { recursive: true, mode: DIR_MODE });
 }
 
+/** A folder MAM makes inside the logs (`logs/<job id>`): made if missing, never a symbolic link. */
+export function ensureOwnDir(dir: string): void {
+  ensureDir(dir);
+  if (lstatSync(dir).isSymbolicLink()) throw symlinkRefused(dir);
+}
+
+/**
+ * Appends one line with one `write(2)` and O_APPEND (concurrent writers interleave whole lines;
+ * a kill leaves no torn line on a local disk), and never through a symbolic link.
+ */
+export function appendLine(file: string, line: string): void {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | NO_FOLLOW, FILE_MODE);
+  } catch (err) {
+    throw isSymlinkRefusal(err) ? symlinkRefused(file) : err;
+  }
+  try {
+    writeFileSync(fd, line);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** write-file-atomic's sync form for files of the registry and logs, refusing a symbolic link. */
+export function writePrivateFileSync(file: string, content: string): void {
+  refuseSymlink(file);
+  writeFileAtomic.sync(file, content, { mode: FILE_MODE });
+}
+
 /** Temp file in the same folder, fsync, rename: a reader or a crash sees the old or the new file. */
 export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
   ensureDir(path.dirname(file));
+  // write-file-atomic resolves a symbolic link and writes its target: one planted here is refused.
+  refuseSymlink(file);
   await writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`, { mode: FILE_MODE, fsync: true });
 }
 
@@ -26,9 +59,15 @@ export async function writeJsonAtomic(file: string, value: unknown): Promise<voi
 export function readRecord(file: string, jobId: string): JobRecord {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    const fd = openSync(file, constants.O_RDONLY | NO_FOLLOW);
+    try {
+      text = readFileSync(fd, 'utf8');
+    } finally {
+      closeSync(fd);
+    }
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new NoSuchJob(jobId);
+    if (isSymlinkRefusal(err)) throw new CorruptRecord(file, 'is a symbolic link; MAM never follows one inside the registry (remove it)');
     throw new CorruptRecord(file, `cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
   }
   let raw: unknown;

@@ -10,6 +10,7 @@ import { type PickIndex, buildPickIndex, readPickIndex, recordSetDigest, withRec
 import { assertWritableRecord, listRecordIds, readRecord, writeRecord } from './record-store.ts';
 import { type TransitionRequest, planTransition } from './transitions.ts';
 import { isAddressedTo } from '../fleet/addressing.ts';
+import { assertPrivateFolder } from '../private-places.ts';
 import type { CloseRequest, Transport } from '../vocabulary.ts';
 
 export interface RegisterInput extends JobLimits {
@@ -53,6 +54,9 @@ export class Registry {
     dirs: { registryDir: string; logDir: string },
     private readonly warn: Warn = () => undefined,
   ) {
+    // Before anything is read or written: a folder others can write is one they can forge in.
+    assertPrivateFolder(dirs.registryDir);
+    assertPrivateFolder(dirs.logDir);
     this.paths = new RegistryPaths(dirs.registryDir, dirs.logDir);
     this.audit = new AuditLog(this.paths);
   }

@@ -271,7 +271,7 @@ describe('parseEnvFile', () => {
 
   it('a value from the file reaches the configuration unquoted', () => {
     const root = workspace();
-    writeFileSync(path.join(root, '.mam.env'), 'export MQTT_PASSWORD="p@ss word" # prod\r\nMAM_TOPIC_ROOT=\'acme/jobs\'\r\n');
+    writeFileSync(path.join(root, '.mam.env'), 'export MQTT_PASSWORD="p@ss word" # prod\r\nMAM_TOPIC_ROOT=\'acme/jobs\'\r\n', { mode: 0o600 });
     const c = configIn(root);
     expect(c.broker.password).toBe('p@ss word');
     expect(c.topicRoot).toBe('acme/jobs');
