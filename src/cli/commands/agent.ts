@@ -1,5 +1,6 @@
 import os from 'node:os';
 import * as z from 'zod/mini';
+import { configSecrets } from '../../core/config/config.ts';
 import { UsageError } from '../../core/errors.ts';
 import { agentNameSchema, parseCapabilities } from '../../core/fleet/fleet-names.ts';
 import { loadContext, warnIfPublicSandbox } from '../context.ts';
@@ -43,7 +44,7 @@ const upCommand = defineCommand({
         host: opts.host,
         capabilities: opts.capabilities,
         refreshSec: opts.refresh,
-        log: createLogger('mam-agent', config.logLevel),
+        log: createLogger('mam-agent', config.logLevel, configSecrets(config)),
         // Like SUBSCRIBED: always printed, whatever the log level; scripts wait for it.
         onOnline: (broker) => process.stderr.write(`ONLINE ${opts.name} ${broker}\n`),
       },

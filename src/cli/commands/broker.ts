@@ -38,7 +38,7 @@ export const brokerCommand = defineCommand({
   async run(opts) {
     // Installed before the broker starts, so that no signal is missed.
     const stopped = stopSignal();
-    const [{ loadConfig }, { createLogger }, { startEmbeddedBroker }, { planListen }] = await Promise.all([
+    const [{ loadConfig, configSecrets }, { createLogger }, { startEmbeddedBroker }, { planListen }] = await Promise.all([
       import('../../core/config/config.ts'),
       import('../../core/log.ts'),
       import('../../core/broker/embedded-broker.ts'),
@@ -49,7 +49,7 @@ export const brokerCommand = defineCommand({
     for (const w of plan.warnings) warn(w);
     const dataDir = opts.data === undefined ? path.join(config.root, '.mam', 'broker') : path.resolve(opts.data);
     // A broker is a long-lived server: its connection log is the point, so info unless asked otherwise.
-    const log = createLogger('mam-broker', process.env.MAM_LOG_LEVEL ? config.logLevel : 'info');
+    const log = createLogger('mam-broker', process.env.MAM_LOG_LEVEL ? config.logLevel : 'info', configSecrets(config));
     const broker = await startEmbeddedBroker({
       host: plan.host,
       port: plan.port,

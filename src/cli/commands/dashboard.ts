@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { configSecrets } from '../../core/config/config.ts';
 import { loadContext, warn, warnIfPublicSandbox } from '../context.ts';
 import { nonEmptyFlag, portFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
@@ -52,7 +53,7 @@ export const dashboardCommand = defineCommand({
     const dashboard = await startDashboard({
       config,
       registry,
-      log: createLogger('mam-dashboard', config.logLevel),
+      log: createLogger('mam-dashboard', config.logLevel, [...configSecrets(config), token]),
       host: opts.host,
       port: opts.port,
       token,

@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { configSecrets } from '../../core/config/config.ts';
 import { AGENT_NAMES } from '../../core/agents/presets.ts';
 import type { DelegationStatus } from '../../core/delegate/delegation.ts';
 import { UsageError } from '../../core/errors.ts';
@@ -82,7 +83,7 @@ export const delegateCommand = defineCommand({
       embeddedBroker: opts.embeddedBroker,
       write,
       format: human ? output.prettyLine : output.jsonLine,
-      log: createLogger('mam-delegate', config.logLevel),
+      log: createLogger('mam-delegate', config.logLevel, configSecrets(config)),
       stopSignal: stopSignal(),
       onEmbeddedBroker: ({ host, port }) => process.stderr.write(`mam delegate: no broker at ${host}:${port}; started the embedded one there for this job\n`),
       onRegistered: (record) => {

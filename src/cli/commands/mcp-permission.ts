@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { configSecrets } from '../../core/config/config.ts';
 import { loadContext, warnIfPublicSandbox } from '../context.ts';
 import { countFlag, dispatchTokenFlag, jobIdFlag, limitFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
@@ -42,7 +43,7 @@ export const mcpPermissionCommand = defineCommand({
       version: VERSION,
       expectDispatchToken: opts.expectDispatchToken,
       expectAttemptId: opts.attemptId,
-      log: createLogger('mam-mcp-permission', config.logLevel),
+      log: createLogger('mam-mcp-permission', config.logLevel, configSecrets(config)),
       stdin: process.stdin,
       stdout: process.stdout,
       stop,

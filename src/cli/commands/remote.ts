@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { configSecrets } from '../../core/config/config.ts';
 import { AGENT_NAMES } from '../../core/agents/presets.ts';
 import { UsageError } from '../../core/errors.ts';
 import { publicView } from '../../core/registry/job-record.ts';
@@ -58,7 +59,7 @@ const runCommand = defineCommand({
       session: opts.session,
       agent: opts.agent !== undefined ? { agent: opts.agent } : { exec: opts.exec! },
       once: opts.once,
-      log: createLogger('mam-remote', config.logLevel),
+      log: createLogger('mam-remote', config.logLevel, configSecrets(config)),
       stopSignal: stopSignal(),
       onSubscribed: () => process.stderr.write(`SUBSCRIBED remote runner for session ${opts.session}\n`),
       onCancelled: (jobId) => process.stderr.write(`job ${jobId}: cancelled by the delegator; stopping the agent\n`),

@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { configSecrets } from '../../core/config/config.ts';
 import { UsageError } from '../../core/errors.ts';
 import { loadContext, warnIfPublicSandbox } from '../context.ts';
 import { watchExit } from '../exit-codes.ts';
@@ -55,7 +56,7 @@ export const subscribeCommand = defineCommand({
       import('../../core/log.ts'),
       import('../../core/subscriber/output.ts'),
     ]);
-    const log = createLogger('mam-subscribe', config.logLevel);
+    const log = createLogger('mam-subscribe', config.logLevel, [...configSecrets(config), ...opts.notify]);
     // Alerts (docs/coordination.md) are their own module fed by the watch's callbacks.
     const alerts = opts.alerts ? await (await import('../../core/fleet/alerts/alert-wiring.ts')).startAlerts(config, registry, log, opts) : undefined;
     const outcome = await watch(config, registry, {
