@@ -21,6 +21,8 @@ export const ExitCode = {
   /** `mam claim`: another claimant holds the turn. */
   claimLost: 4,
   refused: 5,
+  /** `mam mentions`: the message is addressed to other agents; say nothing. */
+  silent: 6,
   usage: 64,
   noSuchJob: 66,
 } as const;

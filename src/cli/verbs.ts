@@ -28,6 +28,10 @@ export const VERBS: Record<string, { summary: string; load: () => Promise<Comman
   agent: { summary: "run a fleet agent's presence (mam agent up)", load: async () => (await import('./commands/agent.ts')).agentCommand },
   agents: { summary: 'list the fleet: presence, capabilities, current job', load: async () => (await import('./commands/agents.ts')).agentsCommand },
   claim: { summary: 'claim a turn: exit 0 for exactly one claimant, 4 for the others', load: async () => (await import('./commands/claim.ts')).claimCommand },
+  mentions: {
+    summary: 'apply the @mention rules to a chat message: respond, stay silent, or race for the turn',
+    load: async () => (await import('./commands/mentions.ts')).mentionsCommand,
+  },
   inbox: { summary: 'what was addressed to an agent while it was away, once', load: async () => (await import('./commands/inbox.ts')).inboxCommand },
   delegate: {
     summary: 'register, launch, watch and close a job in one command',

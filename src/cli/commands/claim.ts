@@ -1,8 +1,7 @@
 import * as z from 'zod/mini';
 import { agentNameSchema, turnIdSchema } from '../../core/fleet/fleet-names.ts';
-import { MamError } from '../../core/errors.ts';
-import { BrokerError } from '../../core/mqtt/broker-errors.ts';
-import { loadContext, warn, warnIfPublicSandbox } from '../context.ts';
+import { claimTurn } from '../claim-turn.ts';
+import { loadContext } from '../context.ts';
 import { ExitCode } from '../exit-codes.ts';
 import { countFlag, secondsFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
@@ -30,21 +29,7 @@ export const claimCommand = defineCommand({
   parse: (raw) => parseOptions(claimOptions, raw),
   async run(opts) {
     const { config, registry } = loadContext(opts);
-    let result: import('../../core/fleet/turn-claim.ts').ClaimResult;
-    if (opts.broker) {
-      await warnIfPublicSandbox(config);
-      const { claimTurnOverBroker } = await import('../../core/fleet/turn-claim-broker.ts');
-      try {
-        result = await claimTurnOverBroker(config, { turnId: opts.turn, agent: opts.agent, ttlSec: opts.ttl, settleMs: opts.settleMs, onWarning: warn });
-      } catch (err) {
-        // Exit 1, not the publishers' 2: a claim that could not be decided is a failure, never a loss.
-        if (err instanceof BrokerError) throw new MamError(err.message);
-        throw err;
-      }
-    } else {
-      const { claimTurnInRegistry } = await import('../../core/fleet/turn-claim.ts');
-      result = await claimTurnInRegistry(registry, config.logDir, opts.turn, opts.agent, opts.ttl);
-    }
+    const result = await claimTurn(config, registry, { turnId: opts.turn, agent: opts.agent, ttlSec: opts.ttl, broker: opts.broker, settleMs: opts.settleMs });
     process.stdout.write(`${JSON.stringify(result)}\n`);
     return result.won ? ExitCode.ok : ExitCode.claimLost;
   },

@@ -66,6 +66,8 @@ const envSchema = z.object({
   // Fleet coordination (docs/coordination.md): signs presence and turn bids; the agents' topic root.
   MAM_FLEET_SECRET: z.optional(z.string().check(z.minLength(1))),
   MAM_AGENTS_ROOT: z.optional(topicRoot),
+  // The fleet's names for the @mention rules: `ada=Ada,Ada Lovelace;bob=Bob` (src/core/fleet/mention-rules.ts).
+  MAM_AGENT_ALIASES: z.optional(z.string()),
   // Read here only so that it is scrubbed like the other secrets; `mam dashboard` checks its length.
   MAM_DASHBOARD_TOKEN: z.optional(z.string()),
   MAM_REGISTRY_DIR: z.optional(nonEmpty),
@@ -111,6 +113,8 @@ export interface MamConfig {
   dashboardToken?: string | undefined;
   /** `MAM_AGENTS_ROOT`, else the topic root's sibling `agents` (src/core/fleet/fleet-names.ts). */
   agentsRoot?: string | undefined;
+  /** `MAM_AGENT_ALIASES`: agent names and their display names, for `mam mentions`. */
+  agentAliases?: string | undefined;
   logLevel: string;
   debug: boolean;
 }
@@ -184,6 +188,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     fleetSecret: v.MAM_FLEET_SECRET,
     dashboardToken: v.MAM_DASHBOARD_TOKEN,
     agentsRoot: v.MAM_AGENTS_ROOT,
+    agentAliases: v.MAM_AGENT_ALIASES,
     logLevel: v.MAM_LOG_LEVEL,
     debug: v.MAM_DEBUG,
   };
