@@ -1,6 +1,7 @@
 // Internal: the detached process that `mam claim --broker` leaves behind when it wins a turn. It
 // keeps the winner's signed bid retained until the claim's TTL, putting it back whenever anyone
-// clears or overwrites it (docs/coordination.md). Not a user command; its input is MAM_TURN_HOLD.
+// clears or overwrites it (docs/coordination-reference.md, "A hostile broker client"). Not a user
+// command; its input is MAM_TURN_HOLD.
 import { loadConfig } from '../core/config/config.ts';
 import { HOLDING_LINE, TURN_HOLD_ENV, holdTurn, parseTurnHold } from '../core/fleet/turn-holder.ts';
 

@@ -6,10 +6,11 @@ import { readFlagFile } from './flag-file.ts';
 const MAX_TARGETS_FILE_BYTES = 64 * 1024;
 
 /**
- * `--notify` values as given, with each `@FILE` replaced by the targets it lists (docs/coordination.md):
- * one a line, blank lines and `#` comments skipped. The URLs are credentials, and argv is readable by
- * every user of the host (`ps`); a file keeps them out of it. Like ssh with a private key, the file
- * must be the user's own and open to no one else. No error repeats a URL.
+ * `--notify` values as given, with each `@FILE` replaced by the targets it lists
+ * (docs/coordination-reference.md, "Webhooks"): one a line, blank lines and `#` comments skipped.
+ * The URLs are credentials, and argv is readable by every user of the host (`ps`); a file keeps
+ * them out of it. Like ssh with a private key, the file must be the user's own and open to no one
+ * else. No error repeats a URL.
  */
 export function expandNotifyTargets(values: string[]): string[] {
   return values.flatMap((v) => (v.startsWith('@') ? readTargetsFile(v.slice(1)) : [v]));

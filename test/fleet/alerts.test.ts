@@ -11,10 +11,10 @@ import { fleetWorkspace, publishEvent, runningJob, startMonitor, waitForStatus }
 import { startWebhookServer } from './webhook-server.ts';
 
 /**
- * Alerts (docs/coordination.md): `mam-subscribe --all --alerts` raises `stalled`, `failed`,
- * `permission_waiting` and `agent_offline`, never an alert for a completion; `--notify` POSTs each
- * one in the shape its webhook expects, retries with backoff, never holds the watch up, and never
- * writes the webhook's URL anywhere.
+ * Alerts (docs/coordination-reference.md, "Alerts"): `mam-subscribe --all --alerts` raises
+ * `stalled`, `failed`, `permission_waiting` and `agent_offline`, never an alert for a completion;
+ * `--notify` POSTs each one in the shape its webhook expects, retries with backoff, never holds the
+ * watch up, and never writes the webhook's URL anywhere.
  */
 
 const hex = () => randomBytes(3).toString('hex');

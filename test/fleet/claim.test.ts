@@ -10,7 +10,7 @@ import { connectPlainClient } from '../helpers/mqtt-client.ts';
 import { sleep, waitUntil } from '../helpers/wait.ts';
 import { SECRET, configOf, fleetAudit, fleetWorkspace, jsonOut, stopTurnHoldersAtEnd } from './fleet-fixtures.ts';
 
-/** Turn claims (docs/coordination.md): exactly one claimant of a turn exits 0. */
+/** Turn claims (docs/coordination-reference.md, "Turn claims"): exactly one claimant of a turn exits 0. */
 
 describe('turn ids', () => {
   it('<channel>-<message>-<epoch>, with what a topic level cannot carry replaced', () => {

@@ -15,9 +15,10 @@ import { auditOf, recordOf } from '../publisher/publish-fixtures.ts';
 import { fleetAudit, fleetWorkspace, publishEvent, runningJob, startMonitor } from './fleet-fixtures.ts';
 
 /**
- * Missed signals (docs/coordination.md): an agent that was offline asks `mam inbox --agent N` at
- * session start and gets, once, the pending jobs addressed to it (by name or capability) and the
- * alerts a monitor raised about it meanwhile. What a forger put on the broker never gets there.
+ * Missed signals (docs/coordination-reference.md, "Missed signals"): an agent that was offline asks
+ * `mam inbox --agent N` at session start and gets, once, the pending jobs addressed to it (by name
+ * or capability) and the alerts a monitor raised about it meanwhile. What a forger put on the
+ * broker never gets there.
  */
 
 interface InboxOut {

@@ -9,9 +9,10 @@ import { fleetWorkspace, publishEvent, runningJob, startMonitor } from './fleet-
 import { startWebhookServer } from './webhook-server.ts';
 
 /**
- * `--notify @FILE` (docs/coordination.md): webhook URLs read from a file of the user's own that no
- * one else can read, so that they stay out of argv. A file open to others, a missing one, an empty
- * one or one with a bad line is refused (exit 64) before anything runs, without repeating a URL.
+ * `--notify @FILE` (docs/coordination-reference.md, "Webhooks"): webhook URLs read from a file of
+ * the user's own that no one else can read, so that they stay out of argv. A file open to others, a
+ * missing one, an empty one or one with a bad line is refused (exit 64) before anything runs,
+ * without repeating a URL.
  */
 
 function targetsFile(ws: Workspace, text: string, mode: number): string {

@@ -5,7 +5,10 @@ import { isAddressedTo, parseAddress } from '../../src/core/fleet/addressing.ts'
 import { jobRecordSchema } from '../../src/core/registry/job-record.ts';
 import { type Workspace, makeWorkspace, runBinAsync } from '../helpers/cli.ts';
 
-/** Addressing and capability routing (docs/coordination.md): `mam-register --to`, `mam-pick --capabilities`. */
+/**
+ * Addressing and capability routing (docs/coordination-reference.md): `mam-register --to`,
+ * `mam-pick --capabilities`.
+ */
 
 function workspace(): Workspace {
   const ws = makeWorkspace();

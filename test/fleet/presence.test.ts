@@ -8,7 +8,10 @@ import { connectPlainClient } from '../helpers/mqtt-client.ts';
 import { deadPort } from '../publisher/publish-fixtures.ts';
 import { agentsJson, fleetAudit, fleetWorkspace, waitForStatus } from './fleet-fixtures.ts';
 
-/** Presence (docs/coordination.md): online while up, offline by Last Will on SIGKILL, offline on a clean stop, forgeries refused. */
+/**
+ * Presence (docs/coordination-reference.md, "Agents and presence"): online while up, offline by Last
+ * Will on SIGKILL, offline on a clean stop, forgeries refused.
+ */
 function presenceTests(start: () => Promise<TestBroker>): void {
   let broker: TestBroker;
   const name = () => `ag-${randomBytes(3).toString('hex')}`;

@@ -21,7 +21,7 @@ export const claimCommand = defineCommand({
   summary: 'claim a turn (e.g. the answer to one chat message): exit 0 for exactly one claimant, 4 for the others, 1 on a failure',
   configure: (cmd) =>
     registryOption(cmd)
-      .requiredOption('--turn <id>', 'the turn: <channel>-<message>-<epoch> (docs/coordination.md)')
+      .requiredOption('--turn <id>', 'the turn: <channel>-<message>-<epoch> (docs/coordination-reference.md)')
       .requiredOption('--agent <name>', 'the claimant')
       .option('--ttl <sec>', 'how long a won claim holds the turn (default 60)')
       .option('--broker', 'claim across hosts over the broker (signed bids) instead of in the registry')

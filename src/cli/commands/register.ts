@@ -29,7 +29,7 @@ export const registerCommand = defineCommand({
       registryOption(cmd)
         .option('--job-id <id>', 'job id (8 lowercase hex); random by default')
         .option('--agent-session <name>', 'only this agent session may pick the job')
-        .option('--to <address>', 'address the job: an agent NAME or capability:NAME (docs/coordination.md)'),
+        .option('--to <address>', 'address the job: an agent NAME or capability:NAME (docs/coordination-reference.md)'),
     )
       .option('--transport <kind>', 'herdr (local pane, the default) or remote')
       .option('--depends-on <id>', 'job that must be completed first (repeatable)', collect)

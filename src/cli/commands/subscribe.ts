@@ -57,7 +57,7 @@ export const subscribeCommand = defineCommand({
       import('../../core/subscriber/output.ts'),
     ]);
     const log = createLogger('mam-subscribe', config.logLevel, [...configSecrets(config), ...opts.notify]);
-    // Alerts (docs/coordination.md) are their own module fed by the watch's callbacks.
+    // Alerts (docs/coordination-reference.md#alerts) are their own module fed by the watch's callbacks.
     const alerts = opts.alerts ? await (await import('../../core/fleet/alerts/alert-wiring.ts')).startAlerts(config, registry, log, opts) : undefined;
     const outcome = await watch(config, registry, {
       jobIds: opts.job,

@@ -28,7 +28,8 @@ export interface DashboardOptions {
   registryFlag?: string | undefined;
   /**
    * Agent presence, for the `agent offline` count. Unset: with MAM_FLEET_SECRET configured, the
-   * fleet's own presence watch (docs/coordination.md); without it, no count.
+   * fleet's own presence watch (docs/coordination-reference.md, "Agents and presence"); without it,
+   * no count.
    */
   presence?: PresenceSource | undefined;
   /** Actions beyond cancel, redispatch, approve and deny (each through the core, as theirs). */

@@ -1,6 +1,7 @@
 /**
- * Addressing (docs/registry.md, docs/coordination.md): a job's optional `to` is an agent's name
- * (`reviewer-1`) or a capability (`capability:typescript`). Absent or null, the job is for anyone.
+ * Addressing (docs/registry.md, docs/coordination-reference.md): a job's optional `to` is an
+ * agent's name (`reviewer-1`) or a capability (`capability:typescript`). Absent or null, the job is
+ * for anyone.
  */
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 export const CAPABILITY_PREFIX = 'capability:';

@@ -22,11 +22,11 @@ export interface AgentUpOptions {
 const SHUTDOWN_PUBLISH_MS = 3_000;
 
 /**
- * `mam agent up` (docs/coordination.md): one long-lived connection whose Last Will is a signed,
- * retained `offline` presence, so the broker marks the agent offline the moment the connection dies
- * (a SIGKILL, a lost host) without anyone waiting for `last_seen` to grow old. While connected it
- * re-publishes its retained `online` presence every `refreshSec`; a clean stop publishes `offline`
- * itself and disconnects cleanly, which discards the will.
+ * `mam agent up` (docs/coordination-reference.md, "Agents and presence"): one long-lived connection
+ * whose Last Will is a signed, retained `offline` presence, so the broker marks the agent offline
+ * the moment the connection dies (a SIGKILL, a lost host) without anyone waiting for `last_seen` to
+ * grow old. While connected it re-publishes its retained `online` presence every `refreshSec`; a
+ * clean stop publishes `offline` itself and disconnects cleanly, which discards the will.
  */
 export class AgentPresence {
   private readonly secret: string;

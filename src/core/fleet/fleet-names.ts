@@ -4,17 +4,18 @@ import type { MamConfig } from '../config/config.ts';
 import { ConfigError } from '../errors.ts';
 
 /**
- * The fleet's words (docs/coordination.md): agent names, capabilities, turn ids, where their topics
- * live and the secret that signs them. Names and turn ids become topic levels and file names, so
- * they are held to letters, digits, `_` and `-`: NATS refuses `.` and spaces, MQTT gives `+`, `#`
- * and `/` meanings, and a file name must not climb out of its folder.
+ * The fleet's words (docs/coordination.md; turn ids: docs/coordination-reference.md): agent names,
+ * capabilities, turn ids, where their topics live and the secret that signs them. Names and turn
+ * ids become topic levels and file names, so they are held to letters, digits, `_` and `-`: NATS
+ * refuses `.` and spaces, MQTT gives `+`, `#` and `/` meanings, and a file name must not climb out
+ * of its folder.
  */
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const TURN = /^[A-Za-z0-9_-]{1,200}$/;
 
 export const agentNameSchema = z.string().check(z.regex(NAME, 'expected 1-64 letters, digits, "_" or "-"'));
 export const capabilitySchema = z.string().check(z.regex(NAME, 'expected 1-64 letters, digits, "_" or "-"'));
-export const turnIdSchema = z.string().check(z.regex(TURN, 'expected 1-200 letters, digits, "_" or "-" (see docs/coordination.md)'));
+export const turnIdSchema = z.string().check(z.regex(TURN, 'expected 1-200 letters, digits, "_" or "-" (see docs/coordination-reference.md#the-turn-id)'));
 
 export function isAgentName(value: string): boolean {
   return NAME.test(value);

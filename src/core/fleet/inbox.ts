@@ -10,11 +10,11 @@ import { ALERT_KINDS, type Alert } from './alerts/alert.ts';
 import { FleetAudit } from './fleet-audit.ts';
 
 /**
- * `mam inbox --agent N` (docs/coordination.md): what was addressed to N and not yet handed to it —
- * pending jobs for its name or one of its capabilities (or registered for its session), and the
- * monitor's alerts naming it — each delivered once. The cursor is `<registry>/inbox/<name>.json`,
- * read and written under the registry lock, so two sessions of one agent asking at once split the
- * items between them rather than both getting them.
+ * `mam inbox --agent N` (docs/coordination-reference.md, "Missed signals"): what was addressed to N
+ * and not yet handed to it — pending jobs for its name or one of its capabilities (or registered
+ * for its session), and the monitor's alerts naming it — each delivered once. The cursor is
+ * `<registry>/inbox/<name>.json`, read and written under the registry lock, so two sessions of one
+ * agent asking at once split the items between them rather than both getting them.
  */
 const cursorSchema = z.object({
   /** job id → the attempt delivered: a redispatched job (a new attempt) is news again. */

@@ -8,10 +8,11 @@ import { signPayload, verifyPayload } from '../wire/signature.ts';
 import { agentNameSchema, capabilitySchema, levelBelow } from './fleet-names.ts';
 
 /**
- * An agent's presence (docs/coordination.md): retained on `<agents root>/<name>`, signed like a job
- * event (`data.hmac_sig`, canonical JSON) but keyed by `MAM_FLEET_SECRET`. `reason` says why an
- * offline one was written: `shutdown` (a clean stop) or `connection_lost` (the Last Will, signed at
- * connect time and published by the broker when the connection dies).
+ * An agent's presence (docs/coordination-reference.md, "Agents and presence"): retained on
+ * `<agents root>/<name>`, signed like a job event (`data.hmac_sig`, canonical JSON) but keyed by
+ * `MAM_FLEET_SECRET`. `reason` says why an offline one was written: `shutdown` (a clean stop) or
+ * `connection_lost` (the Last Will, signed at connect time and published by the broker when the
+ * connection dies).
  */
 export const PRESENCE_STATUSES = ['online', 'offline'] as const;
 export type PresenceStatus = (typeof PRESENCE_STATUSES)[number];

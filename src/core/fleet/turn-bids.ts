@@ -8,11 +8,12 @@ import { signPayload, verifyPayload } from '../wire/signature.ts';
 import { agentNameSchema, turnIdSchema } from './fleet-names.ts';
 
 /**
- * A turn bid (docs/coordination.md): retained on `<agents root>/turns/<turn id>/<agent>`, signed
- * with `MAM_FLEET_SECRET` like presence. `nonce` tells a claimant its own fresh bid from one it left
- * on the broker earlier. `decided: true` is the winner's bid re-published once it has won: a
- * claimant that sees one defers to it whatever the ranks, so a winner's bid that was cleared and
- * restored while a later claimant was bidding still holds the turn (issue 24).
+ * A turn bid (docs/coordination-reference.md, "Across hosts"): retained on
+ * `<agents root>/turns/<turn id>/<agent>`, signed with `MAM_FLEET_SECRET` like presence. `nonce`
+ * tells a claimant its own fresh bid from one it left on the broker earlier. `decided: true` is the
+ * winner's bid re-published once it has won: a claimant that sees one defers to it whatever the
+ * ranks, so a winner's bid that was cleared and restored while a later claimant was bidding still
+ * holds the turn (issue 24).
  */
 
 export const bidSchema = z.looseObject({

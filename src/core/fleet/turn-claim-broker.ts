@@ -14,9 +14,9 @@ export interface BrokerClaimOptions {
   agent: string;
   ttlSec: number;
   /**
-   * The settle window in ms (default 1000): how long a bidder keeps listening after its own bid came
-   * back. See docs/coordination.md for the bound this must exceed (a broker round trip plus the
-   * bidders' scheduling lag).
+   * The settle window in ms (default 1000): how long a bidder keeps listening after its own bid
+   * came back. See docs/coordination-reference.md, "Which guarantee holds where", for the bound
+   * this must exceed (a broker round trip plus the bidders' scheduling lag).
    */
   settleMs?: number | undefined;
   /**
@@ -36,7 +36,8 @@ const ECHO_TIMEOUT_MS = 10_000;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
- * A turn claim across hosts, over the broker alone (docs/coordination.md has the argument):
+ * A turn claim across hosts, over the broker alone (docs/coordination-reference.md, "The broker turn
+ * claim", has the argument):
  *
  * 1. subscribe `<agents root>/turns/<turn>/+`, then publish an empty, unretained fence on a level of
  *    that filter and wait for it to come back: a broker delivers a subscription's retained messages
@@ -51,7 +52,8 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * 4. a winner that bid publishes its bid again as `decided` and leaves a holder that keeps it
  *    retained until the TTL; a claimant that sees a decided bid defers to it whatever the ranks, so
  *    a clear of the winner's bid (any client can publish an empty retained message) that a later
- *    claimant slipped through is undone within its settle window (docs/coordination.md).
+ *    claimant slipped through is undone within its settle window (docs/coordination-reference.md,
+ *    "A hostile broker client").
  *
  * Every decision waits `settle` ms and then passes a closing fence: it is taken on every bid the
  * broker routed before that fence, whatever this process was doing meanwhile (after an event-loop

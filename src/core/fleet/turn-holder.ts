@@ -107,9 +107,9 @@ export function parseTurnHold(text: string | undefined): TurnHold {
 
 /**
  * The holder's run: from now until the claim's `expires_at`, keep the winner's decided bid retained
- * on its topic (docs/coordination.md, "A hostile broker client"). `ready` is called once it is
- * subscribed and has published the bid again, which is when the claim may exit. Resolves at the
- * expiry, or at once when `stop` resolves (SIGTERM).
+ * on its topic (docs/coordination-reference.md, "A hostile broker client"). `ready` is called once
+ * it is subscribed and has published the bid again, which is when the claim may exit. Resolves at
+ * the expiry, or at once when `stop` resolves (SIGTERM).
  */
 export async function holdTurn(config: MamConfig, hold: TurnHold, ready: () => void, stop: Promise<void>): Promise<void> {
   const secret = requireFleetSecret(config);

@@ -26,10 +26,11 @@ interface Silence {
 }
 
 /**
- * The monitor's alert logic (docs/coordination.md), fed by the Subscriber's `onPrinted` (every
- * accepted event and resolving state), a tick over the registry's running jobs, and, when the fleet
- * secret is set, the agents' presence. Each condition is raised once until it clears: a stalled job
- * again only after an event, a failure once per attempt, a permission request once per seq.
+ * The monitor's alert logic (docs/coordination-reference.md, "Alerts"), fed by the Subscriber's
+ * `onPrinted` (every accepted event and resolving state), a tick over the registry's running jobs,
+ * and, when the fleet secret is set, the agents' presence. Each condition is raised once until it
+ * clears: a stalled job again only after an event, a failure once per attempt, a permission request
+ * once per seq.
  */
 export class AlertMonitor {
   private readonly silences = new Map<string, Silence>();

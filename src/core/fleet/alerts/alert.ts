@@ -1,7 +1,8 @@
 /**
- * The monitor's alerts (docs/coordination.md): a shape of their own, so a consumer tells them from
- * events by the `alert` key alone. Raised for what needs a person: a job gone silent, a job ended
- * `error`, an agent waiting for a permission, an agent gone offline. A completion raises nothing.
+ * The monitor's alerts (docs/coordination-reference.md, "Alerts"): a shape of their own, so a
+ * consumer tells them from events by the `alert` key alone. Raised for what needs a person: a job
+ * gone silent, a job ended `error`, an agent waiting for a permission, an agent gone offline. A
+ * completion raises nothing.
  */
 export const ALERT_KINDS = ['stalled', 'failed', 'permission_waiting', 'agent_offline'] as const;
 export type AlertKind = (typeof ALERT_KINDS)[number];

@@ -2,9 +2,9 @@ import type { Logger } from '../../log.ts';
 import { type Alert, alertText } from './alert.ts';
 
 /**
- * `--notify URL` (docs/coordination.md): each alert POSTed to each webhook, in the shape its host
- * expects. The URL is a secret (a Slack or Discord webhook URL is its own credential), so it is never
- * logged: a target is named by its position and kind (`#2 (discord)`).
+ * `--notify URL` (docs/coordination-reference.md, "Webhooks"): each alert POSTed to each webhook,
+ * in the shape its host expects. The URL is a secret (a Slack or Discord webhook URL is its own
+ * credential), so it is never logged: a target is named by its position and kind (`#2 (discord)`).
  */
 export type WebhookKind = 'slack' | 'discord' | 'json';
 
