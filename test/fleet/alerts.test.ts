@@ -85,12 +85,18 @@ describe('alerts and webhooks (embedded aedes)', () => {
     up.kill('SIGKILL');
 
     const offline = await mon.waitForAlert({ alert: 'agent_offline', agent });
-    expect(offline).toMatchObject({ job_id: agentJob, detail: 'connection lost (Last Will)' });
-    expect(await mon.waitForAlert({ alert: 'failed', job_id: failed! })).toMatchObject({ agent: 'w-fail', detail: 'tests failed' });
-    expect(await mon.waitForAlert({ alert: 'permission_waiting', job_id: asks! })).toMatchObject({ agent: 'w-ask', detail: 'wants to run rm' });
+    // The seed's table: an agent offline says the hours since its last check-in (just now: 0).
+    expect(offline).toMatchObject({ job_id: agentJob, detail: 'connection lost (Last Will)', hours_since_check_in: 0 });
+    const failedAlert = await mon.waitForAlert({ alert: 'failed', job_id: failed! });
+    expect(failedAlert).toMatchObject({ agent: 'w-fail', detail: 'tests failed' });
+    const permissionAlert = await mon.waitForAlert({ alert: 'permission_waiting', job_id: asks! });
+    expect(permissionAlert).toMatchObject({ agent: 'w-ask', detail: 'wants to run rm' });
     const stalled = await mon.waitForAlert({ alert: 'stalled', job_id: stalls! });
     expect(stalled).toMatchObject({ agent: 'w-stall' });
     expect(stalled.detail).toMatch(/^no accepted event for \d+ s \(window 1 s\)$/);
+    // …and a stalled job the minutes since its last update (a second or two: 0).
+    expect(stalled.minutes_since_update).toBe(0);
+    for (const a of [failedAlert, permissionAlert]) expect(Object.keys(a).sort()).toEqual(['agent', 'alert', 'at', 'detail', 'job_id']);
 
     // The completion's lines were printed (an alert for it would have been raised with them).
     await mon.waitForEvent(done!, 'completed');
@@ -101,8 +107,14 @@ describe('alerts and webhooks (embedded aedes)', () => {
     expect(alerts.map((a) => a.alert).sort()).toEqual(['agent_offline', 'failed', 'permission_waiting', 'stalled']);
 
     // Each alert reaches both webhooks, in their shapes, as a POST of JSON.
+    const since = (a: (typeof alerts)[number]) =>
+      a.alert === 'stalled'
+        ? `; ${a.minutes_since_update} min since last update`
+        : a.alert === 'agent_offline'
+          ? `; ${a.hours_since_check_in} h since last check-in`
+          : '';
     const texts = alerts.map(
-      (a) => `[MAM] ${a.alert} (${[a.job_id && `job ${a.job_id}`, a.agent && `agent ${a.agent}`].filter(Boolean).join(', ')}): ${a.detail}`,
+      (a) => `[MAM] ${a.alert} (${[a.job_id && `job ${a.job_id}`, a.agent && `agent ${a.agent}`].filter(Boolean).join(', ')}): ${a.detail}${since(a)}`,
     );
     expect(await waitUntil(() => discord.delivered.length >= 4 && slack.delivered.length >= 4, 20_000)).toBe(true);
     expect(discord.delivered.map((r) => r.body).sort((x, y) => (x.content < y.content ? -1 : 1))).toEqual(texts.sort().map((content) => ({ content })));

@@ -89,6 +89,8 @@ export interface AlertLine {
   agent: string | null;
   detail: string;
   at: string;
+  minutes_since_update?: number;
+  hours_since_check_in?: number;
 }
 
 export interface Monitor {

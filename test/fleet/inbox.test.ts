@@ -160,3 +160,33 @@ describe('mam inbox', () => {
     }
   });
 });
+
+describe('mam inbox --text: the session-start step', () => {
+  useBrokerCleanup();
+
+  it('one line per missed item for a SessionStart hook, once; nothing at all when nothing was missed', { timeout: 30_000 }, async () => {
+    const broker = await startAedesBroker();
+    const ws = fleetWorkspace(broker.port);
+    const name = `rev-${randomBytes(3).toString('hex')}`;
+    const text = async () => {
+      const r = await runBinAsync('mam', ['inbox', '--agent', name, '--text'], ws);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toBe('');
+      return r.stdout;
+    };
+    // The first ask places the cursor: a quiet start prints nothing, so the model reads nothing.
+    expect(await text()).toBe('');
+    const [forName, forCap] = ids(2);
+    await register(ws, forName!, '--to', name);
+    await runBinAsync('mam-register', ['--job-id', forCap!, '--brief', 'Review PR 12\nthe long part of the brief', '--to', 'capability:review'], ws);
+    const lines = (await runBinAsync('mam', ['inbox', '--agent', name, '--capabilities', 'review', '--text'], ws)).stdout.split('\n');
+    expect(lines).toEqual([
+      `MAM inbox for ${name}: 2 jobs and 0 alerts since you last asked.`,
+      `- job ${forName} (to ${name}, pending): job ${forName} — take it with: mam-pick --agent-session ${name}`,
+      `- job ${forCap} (to capability:review, pending): Review PR 12 — take it with: mam-pick --agent-session ${name}`,
+      '',
+    ]);
+    expect(await text()).toBe('');
+    expect((await runBinAsync('mam', ['inbox', '--agent', name, '--text', '--json'], ws)).code).toBe(64);
+  });
+});

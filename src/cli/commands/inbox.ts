@@ -5,10 +5,16 @@ import { loadContext } from '../context.ts';
 import { parseOptions, printJson } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
 
+const HELP = `
+At session start (Claude Code, in .claude/settings.json):
+  {"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"mam inbox --agent ada --text"}]}]}}
+`;
+
 const inboxOptions = z.object({
   agent: agentNameSchema,
   capabilities: z.optional(z.string()),
   json: z.optional(z.boolean()),
+  text: z.optional(z.boolean()),
   registry: z.optional(z.string()),
 });
 
@@ -19,17 +25,26 @@ export const inboxCommand = defineCommand({
     registryOption(cmd)
       .requiredOption('--agent <name>', 'the agent asking')
       .option('--capabilities <list>', 'its capabilities (default: what `mam agent up` last declared on this registry)')
-      .option('--json', 'print the result as JSON (the default)'),
+      .option('--json', 'print the result as JSON (the default)')
+      .option(
+        '--text',
+        "one line per item, nothing when there is none: for an agent's session-start hook (Claude Code adds a SessionStart hook's output to the conversation)",
+      )
+      .addHelpText('after', HELP),
   parse(raw) {
     const opts = parseOptions(inboxOptions, raw);
     const capabilities = opts.capabilities === undefined ? undefined : parseCapabilities(opts.capabilities);
     if (typeof capabilities === 'string') throw new UsageError(`--capabilities: ${capabilities}`);
+    if (opts.json && opts.text) throw new UsageError('--json or --text, not both');
     return { ...opts, capabilities };
   },
   async run(opts) {
     const { config, registry } = loadContext(opts);
     const [{ takeInbox }, { readAgentCapabilities }] = await Promise.all([import('../../core/fleet/inbox.ts'), import('../../core/fleet/agent-card.ts')]);
     const capabilities = opts.capabilities ?? readAgentCapabilities(config.registryDir, opts.agent);
-    printJson(await takeInbox(registry, config.logDir, opts.agent, capabilities));
+    const inbox = await takeInbox(registry, config.logDir, opts.agent, capabilities);
+    if (!opts.text) return printJson(inbox);
+    const { inboxText } = await import('../../core/fleet/inbox-text.ts');
+    process.stdout.write(inboxText(inbox));
   },
 });

@@ -5,7 +5,7 @@ import type { JobRecord } from '../../registry/job-record.ts';
 import { RecordPoller } from '../../registry/record-poller.ts';
 import type { Registry } from '../../registry/registry.ts';
 import { FleetAudit } from '../fleet-audit.ts';
-import { type Alert, makeAlert } from './alert.ts';
+import { type Alert, hoursSince, makeAlert } from './alert.ts';
 import { PresenceWatch } from './presence-watch.ts';
 
 export interface AlertMonitorOptions {
@@ -68,7 +68,8 @@ export class AlertMonitor {
       config.fleetSecret === undefined
         ? undefined
         : new PresenceWatch(config, {
-            offline: (agent, detail) => this.raise(makeAlert('agent_offline', { agent, job_id: this.currentJob(agent), detail })),
+            offline: (agent, detail, lastCheckIn) =>
+              this.raise(makeAlert('agent_offline', { agent, job_id: this.currentJob(agent), detail, hours_since_check_in: hoursSince(lastCheckIn) })),
             rejected: (entry) => this.audit.append('rejected', { what: 'presence', ...entry }),
             log: opts.log,
           });
@@ -127,8 +128,9 @@ export class AlertMonitor {
       const windowMs = record.idle_timeout_sec * 1000;
       if (!s.alerted && now - s.lastMs > windowMs) {
         s.alerted = true;
-        const detail = `no accepted event for ${Math.round((now - s.lastMs) / 1000)} s (window ${record.idle_timeout_sec} s)`;
-        this.raise(makeAlert('stalled', { job_id: record.job_id, agent: record.agent_session, detail }));
+        const silentMs = now - s.lastMs;
+        const detail = `no accepted event for ${Math.round(silentMs / 1000)} s (window ${record.idle_timeout_sec} s)`;
+        this.raise(makeAlert('stalled', { job_id: record.job_id, agent: record.agent_session, detail, minutes_since_update: Math.floor(silentMs / 60_000) }));
       }
     }
     for (const jobId of this.silences.keys()) if (!running.has(jobId)) this.silences.delete(jobId);

@@ -13,14 +13,33 @@ export interface Alert {
   agent: string | null;
   detail: string;
   at: string;
+  /** `stalled`: whole minutes since the job's last accepted event (the seed's "minutes since update"). */
+  minutes_since_update?: number;
+  /** `agent_offline`: hours since the agent's last presence, one decimal (the seed's "hours since last check-in"). */
+  hours_since_check_in?: number;
 }
 
-export function makeAlert(alert: AlertKind, fields: { job_id?: string | null; agent?: string | null; detail: string }, now = new Date()): Alert {
-  return { alert, job_id: fields.job_id ?? null, agent: fields.agent ?? null, detail: fields.detail, at: now.toISOString() };
+type AlertFields = { job_id?: string | null; agent?: string | null; detail: string } & Pick<Alert, 'minutes_since_update' | 'hours_since_check_in'>;
+
+export function makeAlert(alert: AlertKind, fields: AlertFields, now = new Date()): Alert {
+  const { job_id = null, agent = null, detail, ...since } = fields;
+  return { alert, job_id, agent, detail, at: now.toISOString(), ...since };
+}
+
+/** Hours from an ISO time to `now`, one decimal, never below 0 (clocks of two hosts differ). */
+export function hoursSince(iso: string, now = Date.now()): number {
+  const ms = now - Date.parse(iso);
+  return Number.isFinite(ms) ? Math.max(0, Math.round(ms / 360_000) / 10) : 0;
 }
 
 /** One line a person reads (a webhook's text, `--pretty`). */
 export function alertText(a: Alert): string {
   const about = [a.job_id ? `job ${a.job_id}` : undefined, a.agent ? `agent ${a.agent}` : undefined].filter(Boolean).join(', ');
-  return `[MAM] ${a.alert}${about ? ` (${about})` : ''}: ${a.detail}`;
+  const since =
+    a.minutes_since_update !== undefined
+      ? `; ${a.minutes_since_update} min since last update`
+      : a.hours_since_check_in !== undefined
+        ? `; ${a.hours_since_check_in} h since last check-in`
+        : '';
+  return `[MAM] ${a.alert}${about ? ` (${about})` : ''}: ${a.detail}${since}`;
 }

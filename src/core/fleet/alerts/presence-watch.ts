@@ -6,7 +6,8 @@ import { agentsRoot, allPresenceFilter, requireFleetSecret } from '../fleet-name
 import { type Presence, statusOf, verifyPresence } from '../presence.ts';
 
 export interface PresenceWatchEvents {
-  offline(agent: string, detail: string): void;
+  /** `lastCheckIn`: the `last_seen` of the agent's last online presence this watch saw (ISO). */
+  offline(agent: string, detail: string, lastCheckIn: string): void;
   rejected(entry: { topic: string; reason: string; agent?: string | undefined }): void;
   log: Logger;
 }
@@ -68,7 +69,7 @@ export class PresenceWatch {
     for (const [agent, k] of this.known) {
       if (k.alerted || k.presence.status !== 'online' || statusOf(k.presence, now) !== 'stale') continue;
       k.alerted = true;
-      this.events.offline(agent, `stale: no presence since ${k.presence.last_seen}`);
+      this.events.offline(agent, `stale: no presence since ${k.presence.last_seen}`, k.presence.last_seen);
     }
   }
 
@@ -89,6 +90,7 @@ export class PresenceWatch {
       if (!verdict.ok) return this.events.rejected({ topic, reason: verdict.reason, agent: verdict.agent });
       const p = verdict.presence;
       const had = this.known.get(p.agent);
+      const lastOnline = had?.presence.status === 'online' ? had.presence.last_seen : undefined;
       if (had && had.presence.last_seen > p.last_seen && p.status === had.presence.status) return; // an older copy
       // Live, it is news. Retained, it is news only about an agent this watch knew online: after a
       // reconnect of the watch, an agent that died while it was away shows up as a retained `offline`.
@@ -97,7 +99,7 @@ export class PresenceWatch {
       const sameStale = p.status === 'online' && had?.alerted === true && had.presence.last_seen === p.last_seen;
       this.known.set(p.agent, { presence: p, alerted: p.status === 'offline' ? (had?.alerted ?? false) || wentOffline || packet.retain : sameStale });
       if (wentOffline && !had?.alerted) {
-        this.events.offline(p.agent, p.reason === 'shutdown' ? 'shut down' : 'connection lost (Last Will)');
+        this.events.offline(p.agent, p.reason === 'shutdown' ? 'shut down' : 'connection lost (Last Will)', lastOnline ?? p.last_seen);
       }
     });
   }
