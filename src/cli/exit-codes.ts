@@ -20,11 +20,15 @@ export const ExitCode = {
   nothingPickable: 4,
   /** `mam claim`: another claimant holds the turn. */
   claimLost: 4,
+  /** `mam roundtable counsel`: no invitation names this agent. */
+  notInvited: 4,
   refused: 5,
   /** `mam mentions`: the message is addressed to other agents; say nothing. */
   silent: 6,
   usage: 64,
   noSuchJob: 66,
+  /** `mam roundtable show`: no invitation on the turn. */
+  noRoundtable: 66,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 

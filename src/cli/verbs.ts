@@ -32,6 +32,10 @@ export const VERBS: Record<string, { summary: string; load: () => Promise<Comman
     summary: 'apply the @mention rules to a chat message: respond, stay silent, or race for the turn',
     load: async () => (await import('./commands/mentions.ts')).mentionsCommand,
   },
+  roundtable: {
+    summary: 'ask the other agents for counsel on a turn you hold, and answer such a request',
+    load: async () => (await import('./commands/roundtable.ts')).roundtableCommand,
+  },
   inbox: { summary: 'what was addressed to an agent while it was away, once', load: async () => (await import('./commands/inbox.ts')).inboxCommand },
   delegate: {
     summary: 'register, launch, watch and close a job in one command',

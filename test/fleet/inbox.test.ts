@@ -57,7 +57,7 @@ describe('mam inbox', () => {
     await up.waitForStderr(new RegExp(`^ONLINE ${name} `, 'm'));
     await runningJob(ws, held!, name);
     // Session start: nothing yet. This also places the agent's cursor.
-    expect(await inbox(ws, name)).toEqual({ agent: name, jobs: [], alerts: [] });
+    expect(await inbox(ws, name)).toEqual({ agent: name, jobs: [], alerts: [], invitations: [] });
 
     // Forgeries on the broker: an `offline` presence for the agent under another secret, and an
     // `error` for its job signed with a made-up token. Neither may raise an alert.
@@ -116,10 +116,10 @@ describe('mam inbox', () => {
     ]);
     expect(JSON.stringify(back)).not.toContain('FORGED');
     // Once: asking again gives nothing, until something new is addressed to it.
-    expect(await inbox(ws, name)).toEqual({ agent: name, jobs: [], alerts: [] });
+    expect(await inbox(ws, name)).toEqual({ agent: name, jobs: [], alerts: [], invitations: [] });
     await register(ws, later!, '--to', `capability:ts`);
     expect((await inbox(ws, name)).jobs.map((j) => j.job_id)).toEqual([later]);
-    expect(await inbox(ws, name)).toEqual({ agent: name, jobs: [], alerts: [] });
+    expect(await inbox(ws, name)).toEqual({ agent: name, jobs: [], alerts: [], invitations: [] });
     // Another agent's inbox is its own: it still gets what was addressed to it.
     expect((await inbox(ws, 'someone-else')).jobs.map((j) => j.job_id)).toEqual([forOther]);
     mon.proc.kill('SIGTERM');

@@ -1,7 +1,10 @@
 import * as z from 'zod/mini';
 import { UsageError } from '../../core/errors.ts';
 import { agentNameSchema, parseCapabilities } from '../../core/fleet/fleet-names.ts';
-import { loadContext } from '../context.ts';
+import type { MamConfig } from '../../core/config/config.ts';
+import type { Invitation } from '../../core/fleet/roundtable.ts';
+import { BrokerError } from '../../core/mqtt/broker-errors.ts';
+import { loadContext, warn } from '../context.ts';
 import { parseOptions, printJson } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
 
@@ -42,9 +45,28 @@ export const inboxCommand = defineCommand({
     const { config, registry } = loadContext(opts);
     const [{ takeInbox }, { readAgentCapabilities }] = await Promise.all([import('../../core/fleet/inbox.ts'), import('../../core/fleet/agent-card.ts')]);
     const capabilities = opts.capabilities ?? readAgentCapabilities(config.registryDir, opts.agent);
-    const inbox = await takeInbox(registry, config.logDir, opts.agent, capabilities);
+    const inbox = {
+      ...(await takeInbox(registry, config.logDir, opts.agent, capabilities)),
+      invitations: await invitationsFor(config, opts.agent, capabilities),
+    };
     if (!opts.text) return printJson(inbox);
     const { inboxText } = await import('../../core/fleet/inbox-text.ts');
     process.stdout.write(inboxText(inbox));
   },
 });
+
+/**
+ * Roundtable invitations still open to the agent (the broker holds them, retained): read only with
+ * the fleet secret, and a broker that cannot be reached costs them, with a warning, not the inbox.
+ */
+async function invitationsFor(config: MamConfig, agent: string, capabilities: readonly string[]): Promise<Invitation[]> {
+  if (config.fleetSecret === undefined) return [];
+  const { openInvitations } = await import('../../core/fleet/roundtable.ts');
+  try {
+    return await openInvitations(config, agent, capabilities);
+  } catch (err) {
+    if (!(err instanceof BrokerError)) throw err;
+    warn(`roundtable invitations not read: ${err.message}`);
+    return [];
+  }
+}

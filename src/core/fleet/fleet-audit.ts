@@ -6,7 +6,16 @@ import { appendLine, ensureDir } from '../registry/record-store.ts';
  * and what they decided (turn claims). One whole line per `write(2)` with O_APPEND, as the jobs'
  * audit does, so concurrent writers interleave whole lines. Never holds a payload's signature key.
  */
-export type FleetAuditType = 'rejected' | 'claimed' | 'claim_lost' | 'turn_held' | 'turn_restored' | 'alert';
+export type FleetAuditType =
+  | 'rejected'
+  | 'claimed'
+  | 'claim_lost'
+  | 'turn_held'
+  | 'turn_restored'
+  | 'alert'
+  | 'roundtable_invited'
+  | 'counsel_given'
+  | 'counsel_late';
 
 export class FleetAudit {
   constructor(private readonly logDir: string) {}
