@@ -1,11 +1,40 @@
 /**
- * MAM's library API (`import { publish, watch } from 'mam-toolkit'`): the one entry point of the
- * package. Everything else in it is private and may change in any release; what is named here follows
- * semver. Kept small on purpose: the wire (sign, verify, canonical JSON, topics, payloads), the
- * domain's words, the registry, the errors the core throws, and `publish` / `watch`.
+ * MAM's library API (`import { register, publish, watch, close } from 'mam-toolkit'`): the one entry
+ * point of the package. Everything else in it is private and may change in any release; what is
+ * named here follows semver. Kept small on purpose: the commands' operations, the wire (sign,
+ * verify, canonical JSON, topics, payloads), the domain's words, the configuration and the errors
+ * the core throws. No registry object: a record changes only through an operation, so only through
+ * the transition rules (contract §2), exactly as with the commands.
  */
 
-// ---- publish and watch ---------------------------------------------------------------------
+// ---- the commands' operations --------------------------------------------------------------
+
+export {
+  /** Record a pending job, the limits not given taken from the configuration, as `mam-register` does. */
+  register,
+  /** The options of `register`. */
+  type RegisterOptions,
+} from './register.ts';
+export {
+  /** An operator's close, committed then told to watchers by its signed state, as `mam-close` does. */
+  close,
+  /** The options of `close`. */
+  type CloseOptions,
+  /** What `close` resolves with: the record, and why watchers were not told if they were not. */
+  type CloseResult,
+} from './close.ts';
+export {
+  /** One job's record without its token, as `mam show` prints it. */
+  show,
+  /** Claim the oldest pickable pending job for a session, as `mam-pick` does. */
+  pick,
+  /** Make a job pending again as a new attempt, as `mam redispatch` does. */
+  redispatch,
+  /** The options of `show` and `redispatch`. */
+  type JobOptions,
+  /** The options of `pick`. */
+  type PickOptions,
+} from './jobs.ts';
 
 export {
   /** Record, sign and deliver one lifecycle event, as `mam-publish` does. */
@@ -26,7 +55,7 @@ export {
   type WatchedPayload,
 } from './watch.ts';
 export type {
-  /** The `config` and `registry` that `publish` and `watch` load themselves when not given. */
+  /** The `config` (and `registryDir`, as `--registry`) that every operation loads itself when not given. */
   ApiContextOptions,
 } from './context.ts';
 export type {
@@ -160,19 +189,15 @@ export {
   defaultDetail,
 } from '../core/vocabulary.ts';
 
-// ---- registry and configuration ------------------------------------------------------------
+// ---- records and configuration -------------------------------------------------------------
 
-export {
-  /** The job registry of a workspace: records, audit logs, every transition. */
-  Registry,
-  /** What `Registry.register` takes. */
-  type RegisterInput,
-} from '../core/registry/registry.ts';
 export {
   /** zod schema of a job record. */
   jobRecordSchema,
   /** A job record, as on disk (it holds the job's `auth_token`). */
   type JobRecord,
+  /** A record without its `auth_token`: what the operations return. */
+  type PublicJobRecord,
   /** A record without its `auth_token`: what may be printed or logged. */
   publicView,
 } from '../core/registry/job-record.ts';

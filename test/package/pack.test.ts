@@ -127,28 +127,37 @@ describe('the packed tarball, installed in a fresh project', () => {
     expect(JSON.parse(registered.stdout)).toMatchObject({ status: 'pending', brief: 'packed' });
   });
 
-  it('publish and watch run end to end from the installed package', async () => {
+  it('register, publish, watch and close run end to end from the installed package, limits from the configuration', async () => {
     let broker: TestBroker | undefined;
     try {
       broker = await startAedesBroker();
       const ws = path.join(tmp.path, 'ws-api');
       mkdirSync(path.join(ws, '.git'), { recursive: true });
       const script = `
-        import { Registry, loadConfig, publish, watch } from '${pkg.name}';
-        const config = loadConfig();
-        const registry = new Registry(config);
-        const { job_id: jobId } = await registry.register({ brief: 'packed', heartbeatSec: 30, heartbeatMisses: 4, ackTimeoutSec: 30, timeoutSec: 60, transport: 'herdr', dependsOn: [] });
+        import { close, register, publish, show, watch } from '${pkg.name}';
+        const { job_id: jobId } = await register({ brief: 'packed' });
         const events = [];
         let subscribed;
         const ready = new Promise((resolve) => (subscribed = resolve));
-        const outcome = watch({ config, registry, jobIds: [jobId], onEvent: (p) => events.push(p.event), onSubscribed: () => subscribed() });
+        const outcome = watch({ jobIds: [jobId], onEvent: (p) => events.push(p.event), onSubscribed: () => subscribed() });
         await ready;
-        await publish({ config, registry, jobId, event: 'started' });
-        await publish({ config, registry, jobId, event: 'completed', data: { answer: 42 } });
+        await publish({ jobId, event: 'started' });
+        await publish({ jobId, event: 'completed', data: { answer: 42 } });
         const { reason } = await outcome;
-        console.log(JSON.stringify({ reason, events }));`;
-      const result = await nodeEval(project, script, { MAM_REAL_ROOT: ws, MQTT_BROKER: '127.0.0.1', MQTT_PORT: String(broker.port) });
-      expect(result).toEqual({ reason: 'all_completed', events: ['started', 'completed'] });
+        const { job_id: other, heartbeat_sec } = await register({ brief: 'to close' });
+        const { notice } = await close({ jobId: other, request: 'cancelled' });
+        const { status } = await show({ jobId: other });
+        let refused;
+        await close({ jobId, request: 'error' }).catch((err) => (refused = err.name));
+        console.log(JSON.stringify({ reason, events, heartbeat_sec, closed: { status, notice: notice?.message ?? null }, refused }));`;
+      const result = await nodeEval(project, script, { MAM_REAL_ROOT: ws, MQTT_BROKER: '127.0.0.1', MQTT_PORT: String(broker.port), MAM_HEARTBEAT_SEC: '9' });
+      expect(result).toEqual({
+        reason: 'all_completed',
+        events: ['started', 'completed'],
+        heartbeat_sec: 9,
+        closed: { status: 'cancelled', notice: null },
+        refused: 'TransitionRefused',
+      });
     } finally {
       await broker?.stop();
     }
@@ -157,7 +166,17 @@ describe('the packed tarball, installed in a fresh project', () => {
   it('a TypeScript program type-checks against the shipped types (nodenext, strict)', async () => {
     writeFileSync(
       path.join(project, 'check.ts'),
-      `import { NotDelivered, type EventPayload, type WatchOutcome, parseWireJson, publish, verifyPayload, watch } from '${pkg.name}';
+      `import { NotDelivered, type CloseResult, type EventPayload, type PublicJobRecord, type WatchOutcome, close, parseWireJson, publish, register, verifyPayload, watch } from '${pkg.name}';
+import * as api from '${pkg.name}';
+const registered: Promise<PublicJobRecord> = register({ brief: 'typed' });
+void registered.then((r) => r.heartbeat_sec.toFixed());
+// @ts-expect-error a record as returned holds no token
+void registered.then((r) => r.auth_token.length);
+const closed: Promise<CloseResult> = close({ jobId: 'ab000001', request: 'cancelled' });
+// @ts-expect-error not a close request
+void close({ jobId: 'ab000001', request: 'failed' });
+// @ts-expect-error the registry is not part of the API
+void api.Registry;
 const sent: Promise<EventPayload> = publish({ jobId: 'ab000001', event: 'completed', data: { n: 1 } });
 // @ts-expect-error not a lifecycle event: the shipped types are real, not any
 void publish({ jobId: 'ab000001', event: 'finished' });
@@ -165,7 +184,7 @@ const outcome: Promise<WatchOutcome> = watch({ jobIds: ['ab000001'], onEvent: (p
 // @ts-expect-error jobIds and all are exclusive
 void watch({ all: true, jobIds: ['ab000001'], onEvent: () => undefined });
 const valid: boolean = verifyPayload(parseWireJson('{}'), 'key');
-export const used = [sent, outcome, valid, NotDelivered];
+export const used = [sent, outcome, valid, closed, NotDelivered];
 `,
     );
     const tsc = path.join(REPO_ROOT, 'node_modules/typescript/bin/tsc');

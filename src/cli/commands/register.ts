@@ -1,9 +1,8 @@
 import * as z from 'zod/mini';
-import { resolveJobLimits } from '../../core/registry/job-limits.ts';
-import { publicView } from '../../core/registry/job-record.ts';
-import { TRANSPORTS } from '../../core/vocabulary.ts';
 import { UsageError } from '../../core/errors.ts';
-import { parseAddress } from '../../core/fleet/addressing.ts';
+import { publicView } from '../../core/registry/job-record.ts';
+import { addressingProblem, registerJob } from '../../core/registry/register-job.ts';
+import { TRANSPORTS } from '../../core/vocabulary.ts';
 import { loadContext } from '../context.ts';
 import { jobIdFlag } from '../flags.ts';
 import { askedLimits, jobFlags, jobOptionsShape, readBrief } from '../job-options.ts';
@@ -36,25 +35,20 @@ export const registerCommand = defineCommand({
       .option('--json', 'print the record as JSON (the default)'),
   parse(raw) {
     const opts = parseOptions(registerOptions, raw);
-    if (opts.to !== undefined) {
-      const address = parseAddress(opts.to);
-      if (typeof address === 'string') throw new UsageError(`--to: ${address}`);
-      // Both would have to match: a job no session could ever pick is a mistake, said now.
-      if (address.kind === 'agent' && opts.agentSession !== undefined && opts.agentSession !== address.name) {
-        throw new UsageError('--to and --agent-session name different agents');
-      }
-    }
+    // Checked here too, before a brief is read, in the flags' own words.
+    const problem = addressingProblem(opts.to, opts.agentSession, { to: '--to', agentSession: '--agent-session' });
+    if (problem !== undefined) throw new UsageError(problem);
     return opts;
   },
   async run(opts) {
     const brief = readBrief(opts);
     const { config, registry } = loadContext(opts);
-    const record = await registry.register({
+    const record = await registerJob(config, registry, {
       jobId: opts.jobId,
       agentSession: opts.agentSession,
       to: opts.to,
       brief,
-      ...resolveJobLimits(askedLimits(opts), config),
+      ...askedLimits(opts),
       transport: opts.transport,
       dependsOn: opts.dependsOn,
     });

@@ -54,8 +54,14 @@ export const jobRecordSchema = z.looseObject({
 
 export type JobRecord = z.infer<typeof jobRecordSchema>;
 
+/**
+ * A record without its `auth_token`: what is printed or logged. Not `Omit`: over the index signature
+ * of a loose object it keeps only that signature, and every known field would read as `unknown`.
+ */
+export type PublicJobRecord = { [K in keyof JobRecord as K extends 'auth_token' ? never : K]: JobRecord[K] };
+
 /** What is printed or logged: the record without its secret. */
-export function publicView(record: JobRecord): Omit<JobRecord, 'auth_token'> {
+export function publicView(record: JobRecord): PublicJobRecord {
   const { auth_token: _secret, ...rest } = record;
   return rest;
 }
