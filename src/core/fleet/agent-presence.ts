@@ -100,10 +100,17 @@ export class AgentPresence {
   }
 
   private onOwnPresence(topic: string, payload: Buffer, retained: boolean): void {
-    if (this.stopping || retained || topic !== this.topic || payload.length === 0) return;
+    if (this.stopping || retained || topic !== this.topic) return;
+    // A clear or a forgery has replaced our retained presence, and readers drop both: without an
+    // answer the agent would vanish from `mam agents` until its next refresh (issue 27).
+    if (payload.length === 0) {
+      void this.publish('online');
+      return;
+    }
     const verdict = verifyPresence(this.root, topic, payload, this.secret);
     if (!verdict.ok) {
       new FleetAudit(this.config.logDir).append('rejected', { what: 'presence', topic, reason: verdict.reason, agent: verdict.agent });
+      void this.publish('online');
       return;
     }
     // Our own clean-stop `offline` carries this connection's session; any other `offline` (a will of
