@@ -6,6 +6,7 @@ import { BrokerError } from '../mqtt/broker-errors.ts';
 import { isJobId } from '../vocabulary.ts';
 import type { ActionTable } from './actions.ts';
 import { type AuthGate, sessionCookie } from './auth-gate.ts';
+import type { OriginPolicy } from './origin-policy.ts';
 import type { SseHub, SseMessage } from './sse-hub.ts';
 import type { StaticAsset } from './static-assets.ts';
 
@@ -23,6 +24,8 @@ export interface DashboardServerOptions {
   host: string;
   port: number;
   gate: AuthGate;
+  /** Which Origin a state-changing request may carry: this server's own, and `--trusted-origin`'s. */
+  origins: OriginPolicy;
   hub: SseHub;
   actions: ActionTable;
   allowActions: boolean;
@@ -190,13 +193,14 @@ export class DashboardServer {
    * A state-changing request must come from this site's own page: the cookie is SameSite=Strict
    * already; this also refuses a request whose browser says it came from elsewhere, and one that is
    * not JSON (a plain HTML form cannot send JSON, and a cross-site fetch of it needs a preflight
-   * that this server never grants).
+   * that this server never grants). Behind a reverse proxy the Origin names the proxy, not the Host
+   * this server sees: only the origins the operator trusted are taken then.
    */
   #sameOrigin(req: IncomingMessage): void {
     const site = req.headers['sec-fetch-site'];
     if (site !== undefined && site !== 'same-origin' && site !== 'none') throw new HttpError(403, 'cross-site request refused');
     const origin = req.headers.origin;
-    if (origin !== undefined && origin !== `http://${req.headers.host}`) throw new HttpError(403, 'cross-origin request refused');
+    if (origin !== undefined && !this.opts.origins.accepts(origin, req.headers.host)) throw new HttpError(403, 'cross-origin request refused');
     if (!(req.headers['content-type'] ?? '').startsWith('application/json')) throw new HttpError(415, 'expected application/json');
   }
 

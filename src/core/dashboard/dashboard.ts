@@ -9,6 +9,7 @@ import { AuthGate, MIN_TOKEN_LENGTH, isLoopbackHost } from './auth-gate.ts';
 import { DashboardServer } from './dashboard-server.ts';
 import { JobBoard, type PresenceSource, noteOfPayload } from './job-board.ts';
 import { type BrokerStatus, LiveFeed } from './live-feed.ts';
+import { OriginPolicy } from './origin-policy.ts';
 import { RecordPoller } from '../registry/record-poller.ts';
 import { SseHub } from './sse-hub.ts';
 import { assetsDir, loadAssets } from './static-assets.ts';
@@ -24,6 +25,11 @@ export interface DashboardOptions {
   /** `MAM_DASHBOARD_TOKEN`: required off loopback and for actions. */
   token?: string | undefined;
   allowActions: boolean;
+  /**
+   * `--trusted-origin`: exact origins (`https://mam.example.com`) whose `Origin` header a login,
+   * logout or action may carry besides this server's own, for a reverse proxy in front.
+   */
+  trustedOrigins?: readonly string[] | undefined;
   /** `--registry DIR` as given, so the page's CLI lines name the same registry. */
   registryFlag?: string | undefined;
   /**
@@ -68,6 +74,7 @@ export function checkExposure(host: string, token: string | undefined, allowActi
 export async function startDashboard(opts: DashboardOptions): Promise<RunningDashboard> {
   const token = opts.token === '' ? undefined : opts.token;
   checkExposure(opts.host, token, opts.allowActions);
+  const origins = new OriginPolicy(opts.trustedOrigins);
   const assets = loadAssets(opts.assetsDir ?? assetsDir());
   const { registry } = opts;
   const actions = new ActionTable([...coreActions({ config: opts.config, registry }), ...(opts.extraActions ?? [])], opts.registryFlag);
@@ -137,6 +144,7 @@ export async function startDashboard(opts: DashboardOptions): Promise<RunningDas
     host: opts.host,
     port: opts.port,
     gate,
+    origins,
     hub,
     actions,
     allowActions: opts.allowActions,
