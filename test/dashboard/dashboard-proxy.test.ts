@@ -48,26 +48,25 @@ interface Reply {
 }
 
 /**
- * A POST as a proxy forwards it: headers exactly as given (fetch would set its own Host), from a
+ * A request as a proxy forwards it: headers exactly as given (fetch would set its own Host), from a
  * chosen loopback address (Linux routes all of 127/8 to lo), so that two clients differ.
  */
-function post(url: string, path: string, body: unknown, headers: Record<string, string> = {}, from = '127.0.0.1'): Promise<Reply> {
-  const text = JSON.stringify(body);
+function send(method: 'GET' | 'POST', url: string, path: string, body: unknown, headers: Record<string, string> = {}, from = '127.0.0.1'): Promise<Reply> {
+  const text = body === undefined ? '' : JSON.stringify(body);
+  const framing: Record<string, string> = body === undefined ? {} : { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(text)) };
   return new Promise((resolve, reject) => {
-    const req = request(
-      `${url}${path}`,
-      { method: 'POST', localAddress: from, headers: { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(text)), ...headers } },
-      (res) => {
-        let data = '';
-        res.setEncoding('utf8').on('data', (d: string) => (data += d));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, cookie: res.headers['set-cookie']?.[0]?.split(';')[0], body: data }));
-      },
-    );
+    const req = request(`${url}${path}`, { method, localAddress: from, headers: { ...framing, ...headers } }, (res) => {
+      let data = '';
+      res.setEncoding('utf8').on('data', (d: string) => (data += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, cookie: res.headers['set-cookie']?.[0]?.split(';')[0], body: data }));
+    });
     req.on('error', reject);
     req.end(text);
   });
 }
 
+const post = (url: string, path: string, body: unknown, headers: Record<string, string> = {}, from?: string) => send('POST', url, path, body, headers, from);
+const state = (url: string, headers: Record<string, string>, from?: string) => send('GET', url, '/api/state', undefined, headers, from);
 const login = (url: string, token: string, headers: Record<string, string> = {}, from?: string) => post(url, '/api/login', { token }, headers, from);
 const hostOf = (url: string) => new URL(url).host;
 
@@ -120,5 +119,38 @@ describe('mam dashboard behind a reverse proxy: --trusted-origin', () => {
     const variable = await runBinAsync('mam', ['dashboard', '--port', '0'], ws, { env: { MAM_DASHBOARD_TRUSTED_ORIGINS: `${PROXY},ftp://files.example` } });
     expect(variable.code).toBe(1);
     expect(variable.stderr).toBe('ERROR: MAM_DASHBOARD_TRUSTED_ORIGINS: "ftp://files.example" is not an http or https origin\n');
+  });
+});
+
+describe('mam dashboard: the login throttle cannot lock the owner out', () => {
+  it("after ten wrong tokens a client's wrong guesses get 429, and the right token still gets in, from it and from any other", async () => {
+    const url = await dashboard();
+    const earlier = await login(url, TOKEN);
+    expect(earlier.status).toBe(200);
+
+    // Behind a proxy the guesser and the owner share an address: 127.0.0.1 plays both here.
+    for (let i = 0; i < 10; i++) expect((await login(url, `guess-${i}-xxxxxxxxxxxxxxxx`)).status).toBe(401);
+    for (let i = 10; i < 40; i++) {
+      const guess = await login(url, `guess-${i}-xxxxxxxxxxxxxxxx`);
+      expect(guess.status).toBe(429);
+      expect(guess.cookie).toBeUndefined();
+      expect(JSON.parse(guess.body)).toEqual({ error: 'too many failed attempts; wait a minute' });
+    }
+    expect((await state(url, { Authorization: 'Bearer guess-bearer-xxxxxxxxxxxxxxxx' })).status).toBe(429);
+
+    const owner = await login(url, TOKEN);
+    expect(owner.status).toBe(200);
+    expect(owner.cookie).toMatch(/^mam_dashboard=[\w-]{43}$/);
+    expect((await state(url, { Cookie: owner.cookie! })).status).toBe(200);
+    expect((await state(url, { Cookie: earlier.cookie! })).status).toBe(200);
+    expect((await state(url, { Authorization: `Bearer ${TOKEN}` })).status).toBe(200);
+    // No credentials guess nothing: the page is asked to log in, not told to wait.
+    expect((await state(url, {})).status).toBe(401);
+    // Still throttled for wrong guesses: the right token did not reset the count.
+    expect((await login(url, 'guess-after-xxxxxxxxxxxxxxxx')).status).toBe(429);
+
+    // Per client: another address is not throttled by the first one's guesses.
+    expect((await login(url, 'guess-other-xxxxxxxxxxxxxxxx', {}, '127.0.0.2')).status).toBe(401);
+    expect((await login(url, TOKEN, {}, '127.0.0.2')).status).toBe(200);
   });
 });

@@ -80,7 +80,9 @@ export async function startDashboard(opts: DashboardOptions): Promise<RunningDas
   const actions = new ActionTable([...coreActions({ config: opts.config, registry }), ...(opts.extraActions ?? [])], opts.registryFlag);
   const fleet = opts.presence === undefined ? watchFleetPresence(opts.config, opts.log) : undefined;
   const board = new JobBoard({ presence: opts.presence ?? fleet?.source, actionsFor: (row) => actions.applicable(row) });
-  const gate = new AuthGate(token);
+  const gate = new AuthGate(token, {
+    throttled: (client) => opts.log.warn({ from: client }, 'dashboard: too many wrong tokens from one client; its wrong tokens get 429 for a minute'),
+  });
   const hub = new SseHub();
   const corrupt = new Map<string, string>();
   let broker: BrokerStatus = { state: 'connecting' };
