@@ -79,11 +79,17 @@ export class DashboardServer {
     this.#server.headersTimeout = 10_000;
   }
 
+  /** Rejects with a one-line MamError that names the address (a port in use, an address not of this host). */
   listen(): Promise<AddressInfo> {
+    const { host, port } = this.opts;
     return new Promise((resolve, reject) => {
-      this.#server.once('error', reject);
-      this.#server.listen(this.opts.port, this.opts.host, () => {
-        this.#server.off('error', reject);
+      const onError = (err: NodeJS.ErrnoException) => {
+        if (err.code === 'EADDRINUSE') reject(new MamError(`port ${port} on ${host} is already in use (another mam dashboard? --port 0 picks a free one)`));
+        else reject(new MamError(`cannot listen on ${host}:${port} (${err.code ?? err.message})`));
+      };
+      this.#server.once('error', onError);
+      this.#server.listen(port, host, () => {
+        this.#server.off('error', onError);
         this.#address = this.#server.address() as AddressInfo;
         resolve(this.#address);
       });
