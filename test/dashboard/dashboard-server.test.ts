@@ -173,12 +173,6 @@ describe('mam dashboard: the token gate', () => {
     expect(logout.status).toBe(200);
     expect((await fetch(`${url}/api/state`, { headers: { Cookie: session } })).status).toBe(401);
   });
-
-  it('throttles guessing: ten wrong tokens, then 429 even for the right one, for a minute', async () => {
-    const { url } = await dashboard({ token: TOKEN });
-    for (let i = 0; i < 10; i++) expect((await fetch(`${url}/api/state`, { headers: { Authorization: `Bearer guess-${i}-xxxxxxxxxxxx` } })).status).toBe(401);
-    expect((await fetch(`${url}/api/state`, { headers: { Authorization: `Bearer ${TOKEN}` } })).status).toBe(429);
-  });
 });
 
 describe('mam dashboard: live data', () => {

@@ -1,8 +1,10 @@
 import * as z from 'zod/mini';
 import { configSecrets } from '../../core/config/config.ts';
+import { parseOriginList, trustedOriginSchema } from '../../core/dashboard/origin-policy.ts';
+import { ConfigError } from '../../core/errors.ts';
 import { loadContext, warn, warnIfPublicSandbox } from '../context.ts';
 import { nonEmptyFlag, portFlag } from '../flags.ts';
-import { parseOptions } from '../options.ts';
+import { collect, parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
 import { stopSignal } from '../signals.ts';
 
@@ -13,6 +15,7 @@ const dashboardOptions = z.object({
   port: z._default(portFlag, DEFAULT_DASHBOARD_PORT),
   host: z._default(nonEmptyFlag, '127.0.0.1'),
   allowActions: z.optional(z.boolean()),
+  trustedOrigin: z.optional(z.array(trustedOriginSchema)),
   registry: z.optional(z.string()),
 });
 
@@ -25,6 +28,8 @@ Access: on a loopback address (the default) anyone on this machine may look. Any
 MAM_DASHBOARD_TOKEN (environment or .mam.env, at least 16 characters); the page then asks for it
 once and keeps a session cookie. Scripts send it as "Authorization: Bearer <token>".
 --allow-actions (cancel, redispatch, approve/deny from the page) also needs the token, wherever it listens.
+Behind a reverse proxy: --trusted-origin https://mam.example.com (repeatable; or
+MAM_DASHBOARD_TRUSTED_ORIGINS, comma-separated) lets the page log in and act through the proxy.
 Prints "mam dashboard on http://host:port" on stderr once it listens; SIGINT/SIGTERM stop it (exit 0).`;
 
 export const dashboardCommand = defineCommand({
@@ -35,6 +40,7 @@ export const dashboardCommand = defineCommand({
       .option('--port <port>', `port to listen on; 0 picks a free one (default ${DEFAULT_DASHBOARD_PORT})`)
       .option('--host <address>', 'address to listen on (default 127.0.0.1; others need MAM_DASHBOARD_TOKEN)')
       .option('--allow-actions', 'let a logged-in page cancel, redispatch, approve and deny (needs MAM_DASHBOARD_TOKEN)')
+      .option('--trusted-origin <origin>', "a reverse proxy's origin (https://host[:port]) whose pages may log in and act (repeatable)", collect)
       .addHelpText('after', HELP),
   parse: (raw) => parseOptions(dashboardOptions, raw),
   async run(opts) {
@@ -49,7 +55,8 @@ export const dashboardCommand = defineCommand({
       import('../../core/config/env-file.ts'),
     ]);
     // Read like every other variable (environment, else .mam.env), but kept out of MamConfig: only this command may see it.
-    const token = mergeEnv(readEnvFile(process.env, config.root), process.env).MAM_DASHBOARD_TOKEN || undefined;
+    const env = mergeEnv(readEnvFile(process.env, config.root), process.env);
+    const token = env.MAM_DASHBOARD_TOKEN || undefined;
     const dashboard = await startDashboard({
       config,
       registry,
@@ -58,6 +65,7 @@ export const dashboardCommand = defineCommand({
       port: opts.port,
       token,
       allowActions: opts.allowActions ?? false,
+      trustedOrigins: opts.trustedOrigin ?? envOrigins(env.MAM_DASHBOARD_TRUSTED_ORIGINS),
       registryFlag: opts.registry === undefined ? undefined : config.registryDir,
     });
     // One plain line that scripts and tests wait for, whatever the log level.
@@ -72,3 +80,10 @@ export const dashboardCommand = defineCommand({
     return 0;
   },
 });
+
+/** `MAM_DASHBOARD_TRUSTED_ORIGINS`, used when no --trusted-origin is given (a flag replaces its variable, as everywhere). */
+function envOrigins(text: string | undefined): string[] {
+  const list = parseOriginList(text);
+  if ('problem' in list) throw new ConfigError(`MAM_DASHBOARD_TRUSTED_ORIGINS: ${list.problem}`);
+  return list;
+}

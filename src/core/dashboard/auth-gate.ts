@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { isLoopback } from '../mqtt/broker-target.ts';
+import { LoginThrottle } from './login-throttle.ts';
 
 /** The cookie a login sets: a random session id, never the token. */
 export const SESSION_COOKIE = 'mam_dashboard';
@@ -8,9 +9,6 @@ export const SESSION_COOKIE = 'mam_dashboard';
 export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
 /** Sessions held at most; the oldest goes first (a flood of logins cannot grow the server). */
 const MAX_SESSIONS = 1_000;
-/** Failed logins (or bearer tokens) per client address and window, before 429. */
-const MAX_FAILURES = 10;
-const FAILURE_WINDOW_MS = 60_000;
 /** A shorter token is refused at start: it could be guessed over the network. */
 export const MIN_TOKEN_LENGTH = 16;
 
@@ -28,22 +26,39 @@ export function isLoopbackHost(host: string): boolean {
 
 export type AuthVerdict = 'ok' | 'unauthorized' | 'throttled';
 
+export interface AuthGateOptions {
+  now?: () => number;
+  /** A client just reached the limit of wrong tokens (once per window): someone is guessing. */
+  throttled?: (client: string) => void;
+}
+
+/**
+ * The client a wrong token is counted against: the socket's peer. Behind a reverse proxy that is the
+ * proxy, for every user; X-Forwarded-For is not read, since anyone can send it. That is safe only
+ * because the throttle never refuses the right token (see LoginThrottle).
+ */
+const clientOf = (req: IncomingMessage): string => req.socket.remoteAddress ?? '?';
+
 /**
  * Who may read the page's data. Without a token (loopback only) everyone on this machine may,
  * but the Host header must name a loopback address: a page elsewhere cannot rebind its own name to
  * 127.0.0.1 and read the jobs. With `MAM_DASHBOARD_TOKEN`, a request must carry the token as
  * `Authorization: Bearer …` (scripts) or the session cookie a login set (the page). The token is
- * never written to a page, a URL or a log.
+ * never written to a page, a URL or a log. Wrong tokens are throttled per client; the right token
+ * and a live session are taken whatever the throttle says, so nobody can lock the owner out.
  */
 export class AuthGate {
   readonly #token: string | undefined;
   readonly #sessions = new Map<string, number>();
-  readonly #failures = new Map<string, { count: number; since: number }>();
+  readonly #throttle: LoginThrottle;
   readonly #now: () => number;
+  readonly #onThrottled: ((client: string) => void) | undefined;
 
-  constructor(token: string | undefined, now: () => number = Date.now) {
+  constructor(token: string | undefined, opts: AuthGateOptions = {}) {
     this.#token = token === '' ? undefined : token;
-    this.#now = now;
+    this.#now = opts.now ?? Date.now;
+    this.#throttle = new LoginThrottle(this.#now);
+    this.#onThrottled = opts.throttled;
   }
 
   /** True when requests must authenticate. */
@@ -60,15 +75,11 @@ export class AuthGate {
     return isLoopbackHost(name);
   }
 
+  /** No credentials at all is `unauthorized`, never `throttled`: it guesses nothing. */
   check(req: IncomingMessage): AuthVerdict {
     if (!this.#token) return 'ok';
-    if (this.#throttled(req)) return 'throttled';
     const auth = req.headers.authorization;
-    if (auth?.startsWith('Bearer ')) {
-      if (secretEquals(auth.slice('Bearer '.length), this.#token)) return 'ok';
-      this.#fail(req);
-      return 'unauthorized';
-    }
+    if (auth?.startsWith('Bearer ')) return this.#verify(req, auth.slice('Bearer '.length));
     const session = cookieOf(req, SESSION_COOKIE);
     if (session !== undefined && this.#sessionValid(session)) return 'ok';
     return 'unauthorized';
@@ -77,11 +88,8 @@ export class AuthGate {
   /** A login with the token: a new session id for the cookie, or the verdict that refused it. */
   login(req: IncomingMessage, token: string): { session: string } | { refused: Exclude<AuthVerdict, 'ok'> } {
     if (!this.#token) return { session: '' };
-    if (this.#throttled(req)) return { refused: 'throttled' };
-    if (!secretEquals(token, this.#token)) {
-      this.#fail(req);
-      return { refused: 'unauthorized' };
-    }
+    const verdict = this.#verify(req, token);
+    if (verdict !== 'ok') return { refused: verdict };
     const session = randomBytes(32).toString('base64url');
     if (this.#sessions.size >= MAX_SESSIONS) this.#sessions.delete(this.#sessions.keys().next().value!);
     this.#sessions.set(session, this.#now() + SESSION_TTL_MS);
@@ -105,25 +113,19 @@ export class AuthGate {
     return true;
   }
 
-  #throttled(req: IncomingMessage): boolean {
-    const who = req.socket.remoteAddress ?? '?';
-    const f = this.#failures.get(who);
-    if (!f) return false;
-    if (this.#now() - f.since > FAILURE_WINDOW_MS) {
-      this.#failures.delete(who);
-      return false;
-    }
-    return f.count >= MAX_FAILURES;
-  }
-
-  #fail(req: IncomingMessage): void {
-    const who = req.socket.remoteAddress ?? '?';
-    const f = this.#failures.get(who);
-    if (f && this.#now() - f.since <= FAILURE_WINDOW_MS) f.count++;
-    else {
-      if (this.#failures.size >= MAX_SESSIONS) this.#failures.clear();
-      this.#failures.set(who, { count: 1, since: this.#now() });
-    }
+  /**
+   * The right token first, in constant time, before the throttle is consulted: throttling refuses
+   * wrong guesses only. A throttled client can still tell a right guess (200) from a wrong one (429),
+   * so the throttle slows no guesser who ignores it; what stops guessing is the token's length
+   * (MIN_TOKEN_LENGTH, and docs/dashboard.md asks for 24 random bytes). It tells a mistyping script
+   * to stop, and the log says who is guessing.
+   */
+  #verify(req: IncomingMessage, given: string): AuthVerdict {
+    if (secretEquals(given, this.#token!)) return 'ok';
+    const client = clientOf(req);
+    const verdict = this.#throttle.throttled(client) ? 'throttled' : 'unauthorized';
+    if (this.#throttle.fail(client)) this.#onThrottled?.(client);
+    return verdict;
   }
 }
 

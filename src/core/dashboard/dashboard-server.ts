@@ -6,6 +6,7 @@ import { BrokerError } from '../mqtt/broker-errors.ts';
 import { isJobId } from '../vocabulary.ts';
 import type { ActionTable } from './actions.ts';
 import { type AuthGate, sessionCookie } from './auth-gate.ts';
+import type { OriginPolicy } from './origin-policy.ts';
 import type { SseHub, SseMessage } from './sse-hub.ts';
 import type { StaticAsset } from './static-assets.ts';
 
@@ -23,6 +24,8 @@ export interface DashboardServerOptions {
   host: string;
   port: number;
   gate: AuthGate;
+  /** Which Origin a state-changing request may carry: this server's own, and `--trusted-origin`'s. */
+  origins: OriginPolicy;
   hub: SseHub;
   actions: ActionTable;
   allowActions: boolean;
@@ -76,11 +79,17 @@ export class DashboardServer {
     this.#server.headersTimeout = 10_000;
   }
 
+  /** Rejects with a one-line MamError that names the address (a port in use, an address not of this host). */
   listen(): Promise<AddressInfo> {
+    const { host, port } = this.opts;
     return new Promise((resolve, reject) => {
-      this.#server.once('error', reject);
-      this.#server.listen(this.opts.port, this.opts.host, () => {
-        this.#server.off('error', reject);
+      const onError = (err: NodeJS.ErrnoException) => {
+        if (err.code === 'EADDRINUSE') reject(new MamError(`port ${port} on ${host} is already in use (another mam dashboard? --port 0 picks a free one)`));
+        else reject(new MamError(`cannot listen on ${host}:${port} (${err.code ?? err.message})`));
+      };
+      this.#server.once('error', onError);
+      this.#server.listen(port, host, () => {
+        this.#server.off('error', onError);
         this.#address = this.#server.address() as AddressInfo;
         resolve(this.#address);
       });
@@ -190,13 +199,14 @@ export class DashboardServer {
    * A state-changing request must come from this site's own page: the cookie is SameSite=Strict
    * already; this also refuses a request whose browser says it came from elsewhere, and one that is
    * not JSON (a plain HTML form cannot send JSON, and a cross-site fetch of it needs a preflight
-   * that this server never grants).
+   * that this server never grants). Behind a reverse proxy the Origin names the proxy, not the Host
+   * this server sees: only the origins the operator trusted are taken then.
    */
   #sameOrigin(req: IncomingMessage): void {
     const site = req.headers['sec-fetch-site'];
     if (site !== undefined && site !== 'same-origin' && site !== 'none') throw new HttpError(403, 'cross-site request refused');
     const origin = req.headers.origin;
-    if (origin !== undefined && origin !== `http://${req.headers.host}`) throw new HttpError(403, 'cross-origin request refused');
+    if (origin !== undefined && !this.opts.origins.accepts(origin, req.headers.host)) throw new HttpError(403, 'cross-origin request refused');
     if (!(req.headers['content-type'] ?? '').startsWith('application/json')) throw new HttpError(415, 'expected application/json');
   }
 

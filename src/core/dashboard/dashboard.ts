@@ -9,6 +9,7 @@ import { AuthGate, MIN_TOKEN_LENGTH, isLoopbackHost } from './auth-gate.ts';
 import { DashboardServer } from './dashboard-server.ts';
 import { JobBoard, type PresenceSource, noteOfPayload } from './job-board.ts';
 import { type BrokerStatus, LiveFeed } from './live-feed.ts';
+import { OriginPolicy } from './origin-policy.ts';
 import { RecordPoller } from '../registry/record-poller.ts';
 import { SseHub } from './sse-hub.ts';
 import { assetsDir, loadAssets } from './static-assets.ts';
@@ -24,6 +25,11 @@ export interface DashboardOptions {
   /** `MAM_DASHBOARD_TOKEN`: required off loopback and for actions. */
   token?: string | undefined;
   allowActions: boolean;
+  /**
+   * `--trusted-origin`: exact origins (`https://mam.example.com`) whose `Origin` header a login,
+   * logout or action may carry besides this server's own, for a reverse proxy in front.
+   */
+  trustedOrigins?: readonly string[] | undefined;
   /** `--registry DIR` as given, so the page's CLI lines name the same registry. */
   registryFlag?: string | undefined;
   /**
@@ -62,25 +68,89 @@ export function checkExposure(host: string, token: string | undefined, allowActi
   if (allowActions && token === undefined) throw new UsageError('--allow-actions needs MAM_DASHBOARD_TOKEN: actions are only taken from a logged-in page');
 }
 
+/** What the steps of a running dashboard share: the board and what it cannot hold itself. */
+interface DashboardState {
+  board: JobBoard;
+  actions: ActionTable;
+  /** Records that do not parse, by job id (named on the page, skipped). */
+  corrupt: Map<string, string>;
+  broker: BrokerStatus;
+  /** The broker's status changed since the last push. */
+  brokerChanged: boolean;
+}
+
+/** Something started, and how to stop it. */
+type Stop = () => void | Promise<void>;
+
 /**
  * `mam dashboard`: the registry (polled) and the broker (watched like `mam-subscribe --all`) feed a
- * JobBoard; its changes are pushed to every open page as Server-Sent Events.
+ * JobBoard; its changes are pushed to every open page as Server-Sent Events. Each step that starts
+ * something (a timer, a folder watch, a connection, the listening socket) leaves its stop behind:
+ * if a later step fails (the port is taken), every earlier one is stopped before the error goes
+ * up, so a caller that goes on (a test, an embedding program) keeps no poller polling.
  */
 export async function startDashboard(opts: DashboardOptions): Promise<RunningDashboard> {
   const token = opts.token === '' ? undefined : opts.token;
   checkExposure(opts.host, token, opts.allowActions);
+  const origins = new OriginPolicy(opts.trustedOrigins);
   const assets = loadAssets(opts.assetsDir ?? assetsDir());
-  const { registry } = opts;
-  const actions = new ActionTable([...coreActions({ config: opts.config, registry }), ...(opts.extraActions ?? [])], opts.registryFlag);
   const fleet = opts.presence === undefined ? watchFleetPresence(opts.config, opts.log) : undefined;
-  const board = new JobBoard({ presence: opts.presence ?? fleet?.source, actionsFor: (row) => actions.applicable(row) });
-  const gate = new AuthGate(token);
+  const state = boardState(opts, fleet?.source);
+  const gate = new AuthGate(token, {
+    throttled: (client) => opts.log.warn({ from: client }, 'dashboard: too many wrong tokens from one client; its wrong tokens get 429 for a minute'),
+  });
   const hub = new SseHub();
-  const corrupt = new Map<string, string>();
-  let broker: BrokerStatus = { state: 'connecting' };
-  let brokerChanged = false;
 
-  // What this host's publishers recorded: the last events of jobs the wire has not shown yet.
+  const stops: Stop[] = [];
+  const stopAll = async () => {
+    // The last started first: the pushes stop before the board's sources, the sources before the socket.
+    // Every stop runs even when one fails; the first failure is reported.
+    let failure: unknown;
+    for (const stop of stops.splice(0).reverse()) {
+      try {
+        await stop();
+      } catch (err) {
+        failure ??= err;
+      }
+    }
+    if (failure !== undefined) throw failure;
+  };
+  try {
+    let feed: LiveFeed | undefined;
+    const poller = registryPoller(opts, state, () => feed?.restart());
+    // Before the socket: the first page sees every record, not an empty board.
+    poller.start();
+    stops.push(() => poller.close());
+    const server = dashboardServer(opts, state, { gate, origins, hub, assets, poller });
+    await server.listen();
+    stops.push(() => server.close());
+    feed = brokerFeed(opts, state, poller);
+    feed.start();
+    stops.push(() => feed.close());
+    if (fleet) {
+      fleet.watch.start();
+      stops.push(() => fleet.watch.stop());
+    }
+    stops.push(startPushes(state, hub, opts.pushIntervalMs ?? PUSH_INTERVAL_MS));
+    return { url: server.url, board: state.board, close: stopAll };
+  } catch (err) {
+    // The step's error is the one worth reading; a stop that also fails must not hide it.
+    await stopAll().catch(() => undefined);
+    throw err;
+  }
+}
+
+function boardState(opts: DashboardOptions, fleetPresence: PresenceSource | undefined): DashboardState {
+  const actions = new ActionTable([...coreActions({ config: opts.config, registry: opts.registry }), ...(opts.extraActions ?? [])], opts.registryFlag);
+  const board = new JobBoard({ presence: opts.presence ?? fleetPresence, actionsFor: (row) => actions.applicable(row) });
+  return { board, actions, corrupt: new Map(), broker: { state: 'connecting' }, brokerChanged: false };
+}
+
+/** The registry side: each record into the board, with what this host's publishers recorded of it. */
+function registryPoller(opts: DashboardOptions, state: DashboardState, restartFeed: () => void): RecordPoller {
+  const { registry } = opts;
+  const { board, corrupt } = state;
+  // The last events of jobs the wire has not shown yet.
   const summarize = (record: JobRecord) => {
     const tail = readAuditTail(registry.paths.events(record.job_id), SUMMARY_TAIL_BYTES);
     for (const e of auditEntries(tail)) {
@@ -88,14 +158,12 @@ export async function startDashboard(opts: DashboardOptions): Promise<RunningDas
       board.note(record.job_id, { attempt: e.attempt, seq: e.seq, event: e.event, detail: e.detail, at: e.at, agent: e.agent ?? null }, false);
     }
   };
-
-  let feed: LiveFeed | undefined;
-  const poller = new RecordPoller(registry, {
+  return new RecordPoller(registry, {
     changed(record) {
       corrupt.delete(record.job_id);
       const { newAttempt } = board.syncRecord(record);
       summarize(record);
-      if (newAttempt) feed?.restart();
+      if (newAttempt) restartFeed();
     },
     removed(jobId) {
       corrupt.delete(jobId);
@@ -106,8 +174,12 @@ export async function startDashboard(opts: DashboardOptions): Promise<RunningDas
       corrupt.set(jobId, err.message);
     },
   });
+}
 
-  feed = new LiveFeed(opts.config, registry, opts.log, {
+/** The broker side: verified events into the board, rejections as marks, the connection as a status. */
+function brokerFeed(opts: DashboardOptions, state: DashboardState, poller: RecordPoller): LiveFeed {
+  const { board } = state;
+  return new LiveFeed(opts.config, opts.registry, opts.log, {
     accepted(jobId, _event, payload) {
       // The verifier read the record, so it exists: a job registered since the last poll is taken in now.
       if (!board.has(jobId)) poller.poll();
@@ -118,37 +190,49 @@ export async function startDashboard(opts: DashboardOptions): Promise<RunningDas
       if (r.jobId !== undefined && board.has(r.jobId)) board.noteRejected(r.jobId, r.reason, r.seq, Date.now());
     },
     status(status) {
-      broker = status;
-      brokerChanged = true;
+      state.broker = status;
+      state.brokerChanged = true;
     },
   });
+}
 
+interface ServerParts {
+  gate: AuthGate;
+  origins: OriginPolicy;
+  hub: SseHub;
+  assets: ReturnType<typeof loadAssets>;
+  poller: RecordPoller;
+}
+
+/** The HTTP side, reading the board through a narrow model (not yet listening). */
+function dashboardServer(opts: DashboardOptions, state: DashboardState, parts: ServerParts): DashboardServer {
+  const { board, actions } = state;
   const snapshot = () => ({
     now: Date.now(),
-    auth_required: gate.required,
+    auth_required: parts.gate.required,
     actions_enabled: opts.allowActions,
     actions: actions.list(),
-    broker,
+    broker: state.broker,
     counts: board.counts(),
     jobs: board.rows(),
-    corrupt: [...corrupt.keys()],
+    corrupt: [...state.corrupt.keys()],
   });
-
-  const server = new DashboardServer({
+  return new DashboardServer({
     host: opts.host,
     port: opts.port,
-    gate,
-    hub,
+    gate: parts.gate,
+    origins: parts.origins,
+    hub: parts.hub,
     actions,
     allowActions: opts.allowActions,
-    assets,
+    assets: parts.assets,
     log: opts.log,
     model: {
       snapshot,
       job(jobId) {
         const row = board.row(jobId);
         if (!row) return undefined;
-        const tail = readAuditTail(registry.paths.events(jobId), TIMELINE_TAIL_BYTES);
+        const tail = readAuditTail(opts.registry.paths.events(jobId), TIMELINE_TAIL_BYTES);
         return {
           now: Date.now(),
           job: row,
@@ -157,38 +241,28 @@ export async function startDashboard(opts: DashboardOptions): Promise<RunningDas
           cli: actions.cliLines(row),
         };
       },
-      afterAction: () => poller.poll(),
+      afterAction: () => parts.poller.poll(),
     },
   });
+}
 
-  poller.start();
-  await server.listen();
-  feed.start();
-  fleet?.watch.start();
-
+/** The board's changes to every page at most every `intervalMs`, and a ping that keeps quiet streams open. */
+function startPushes(state: DashboardState, hub: SseHub, intervalMs: number): Stop {
+  const { board } = state;
   const push = setInterval(() => {
     board.sweep();
-    if (!board.hasChanges && !brokerChanged) return;
+    if (!board.hasChanges && !state.brokerChanged) return;
     const changes = board.takeChanges();
     const data: Record<string, unknown> = { now: Date.now(), counts: board.counts(), ...changes };
-    if (brokerChanged) data.broker = broker;
-    data.corrupt = [...corrupt.keys()];
-    brokerChanged = false;
+    if (state.brokerChanged) data.broker = state.broker;
+    data.corrupt = [...state.corrupt.keys()];
+    state.brokerChanged = false;
     hub.broadcast({ event: 'update', data });
-  }, opts.pushIntervalMs ?? PUSH_INTERVAL_MS);
+  }, intervalMs);
   const ping = setInterval(() => hub.ping(), PING_INTERVAL_MS);
-
-  return {
-    url: server.url,
-    board,
-    async close() {
-      clearInterval(push);
-      clearInterval(ping);
-      poller.close();
-      await feed.close();
-      await fleet?.watch.stop();
-      await server.close();
-    },
+  return () => {
+    clearInterval(push);
+    clearInterval(ping);
   };
 }
 
