@@ -1,6 +1,6 @@
 import * as z from 'zod/mini';
 import { publicView } from '../../core/registry/job-record.ts';
-import { loadContext } from '../context.ts';
+
 import { jobIdFlag } from '../flags.ts';
 import { parseOptions, printJson } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
@@ -12,8 +12,8 @@ export const showCommand = defineCommand({
   summary: "print one job's record (without its token)",
   configure: (cmd) => registryOption(cmd).requiredOption('--job <id>', 'job id').option('--json', 'print the record as JSON (the default)'),
   parse: (raw) => parseOptions(showOptions, raw),
-  async run(opts) {
-    const { registry } = loadContext(opts);
-    printJson(publicView(registry.read(opts.job)));
+  async run(opts, ctx) {
+    const registry = ctx.registry();
+    printJson(ctx.io.out, publicView(registry.read(opts.job)));
   },
 });
