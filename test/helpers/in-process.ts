@@ -1,3 +1,4 @@
+import { createHook } from 'node:async_hooks';
 import { Readable, Writable } from 'node:stream';
 import { VERBS } from '../../src/cli/verbs.ts';
 import type { CommandEnvironment, OutputStream } from '../../src/cli/context.ts';
@@ -33,6 +34,8 @@ export interface InProcessOptions {
   stop?: Promise<NodeJS.Signals>;
   /** Fail when the command leaves a socket, timer or handle behind (default true; off for commands run side by side). */
   leakCheck?: boolean;
+  /** Fail the test when the command has not ended by then (a hang reads as this, not as the test's timeout). */
+  timeoutMs?: number;
 }
 
 /**
@@ -62,9 +65,22 @@ export async function runInProcess(bin: string, args: string[], ws: Workspace, o
     now: Date.now,
     stopSignal: () => opts.stop ?? new Promise<NodeJS.Signals>(() => undefined),
   };
-  const run = () => runCommandLine(bin, entry, args, environment);
+  const run = () => withDeadline(`${bin} ${args.join(' ')}`, opts.timeoutMs, runCommandLine(bin, entry, args, environment));
   const { code, outcome } = opts.leakCheck === false ? await run() : await withoutLeaks(`${bin} ${args.join(' ')}`, run);
   return { code, stdout, stderr, outcome };
+}
+
+async function withDeadline<T>(what: string, ms: number | undefined, work: Promise<T>): Promise<T> {
+  if (ms === undefined) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: still running after ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function textOutput(append: (text: string) => void, isTTY: boolean): OutputStream {
@@ -77,35 +93,84 @@ function textOutput(append: (text: string) => void, isTTY: boolean): OutputStrea
   return { write: append, isTTY, stream };
 }
 
-/** Handles Node counts as keeping the process alive, by type (TCPWRAP, Timeout, FSReqCallback…). */
-function activeResources(): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const type of process.getActiveResourcesInfo()) counts.set(type, (counts.get(type) ?? 0) + 1);
-  return counts;
-}
+/**
+ * What keeps a process alive (the async_hooks types of handles and timers). Requests (a write, a
+ * DNS lookup, a file read) end by themselves and are not counted.
+ */
+const LIVING = new Set([
+  'Timeout',
+  'TCPWRAP',
+  'TCPSERVERWRAP',
+  'PIPEWRAP',
+  'PIPESERVERWRAP',
+  'PROCESSWRAP',
+  'UDPWRAP',
+  'TTYWRAP',
+  'SIGNALWRAP',
+  'FSEVENTWRAP',
+  'STATWATCHER',
+]);
 
-function excess(now: Map<string, number>, before: Map<string, number>): string[] {
-  return [...now].filter(([type, n]) => n > (before.get(type) ?? 0)).map(([type, n]) => `${type} ×${n - (before.get(type) ?? 0)}`);
+/** Resources created while commands run, until destroyed: what is left of them at the end was left behind. */
+const created = new Map<number, { type: string; resource: { hasRef?: () => boolean } }>();
+const tracker = createHook({
+  init(id, type, _trigger, resource) {
+    if (LIVING.has(type)) created.set(id, { type, resource: resource as { hasRef?: () => boolean } });
+  },
+  destroy(id) {
+    created.delete(id);
+  },
+});
+
+/** Those that still keep the process alive (an unref'd timer or child does not), by type. */
+function leftBehind(): string[] {
+  const counts = new Map<string, number>();
+  for (const { type, resource } of created.values()) {
+    if (resource.hasRef?.() === false) continue;
+    counts.set(type, (counts.get(type) ?? 0) + 1);
+  }
+  return [...counts].map(([type, n]) => `${type} ×${n}`);
 }
 
 /** A socket's close takes a turn or two of the loop, a peer's FIN a little longer: the bound for "left behind". */
 const SETTLE_MS = 2000;
 
+/** Commands running now (their checks are one: when the last of them ends). */
+let running = 0;
+
 /**
- * Runs `fn`, then fails if it left more handles than there were before it started (the model is
+ * Runs `fn`, then fails if a socket, server, child or timer it created still lives (the model is
  * MQTT.js's test/node/helpers/leaked.ts): a command that ends must leave nothing running, or its
- * bin would linger and the library API would leak in a caller's process. Only for code that runs
- * alone: a broker or client the test starts meanwhile would count as the command's.
+ * bin would linger and the library API would leak in a caller's process. Commands run side by
+ * side are checked together, when the last of them ends; a broker or client that the test starts
+ * meanwhile would count as theirs (`leakCheck: false` there).
  */
 export async function withoutLeaks<T>(what: string, fn: () => Promise<T>): Promise<T> {
-  const before = activeResources();
-  const result = await fn();
-  const deadline = Date.now() + SETTLE_MS;
-  let left = excess(activeResources(), before);
-  while (left.length > 0 && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    left = excess(activeResources(), before);
+  if (running++ === 0) {
+    created.clear();
+    tracker.enable();
   }
-  if (left.length > 0) throw new Error(`${what}: left behind ${left.join(', ')}`);
-  return result;
+  let result: T;
+  try {
+    result = await fn();
+  } finally {
+    running--;
+  }
+  if (running > 0) return result;
+  try {
+    const deadline = Date.now() + SETTLE_MS;
+    let left = leftBehind();
+    while (left.length > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20).unref());
+      if (running > 0) return result;
+      left = leftBehind();
+    }
+    if (left.length > 0) throw new Error(`${what}: left behind ${left.join(', ')}`);
+    return result;
+  } finally {
+    if (running === 0) {
+      tracker.disable();
+      created.clear();
+    }
+  }
 }
