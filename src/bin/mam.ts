@@ -1,4 +1,4 @@
 import { runMain } from '../cli/run-main.ts';
-import { VERBS } from '../cli/verbs.ts';
+import { MAM } from '../cli/verbs.ts';
 
-void runMain('mam', VERBS);
+void runMain('mam', MAM);

@@ -21,7 +21,10 @@ export interface CommandSpec<O = unknown> {
   subcommands?: Array<CommandSpec<never>>;
 }
 
-/** `['watch one job and branch on its exit code', 'mam-subscribe --job 3f2a9c1d']`. */
+/**
+ * `['watch one job and branch on its exit code', '--job 3f2a9c1d; echo $?']`: the arguments after the
+ * command's own name (`mam-subscribe`, or `mam subscribe`), or a whole line that names it as `$0`.
+ */
 export type Example = readonly [what: string, command: string];
 
 /** Infers `O` from `parse`, so a command's `run` is checked against its own options. */
@@ -31,6 +34,13 @@ export function defineCommand<O>(spec: CommandSpec<O>): CommandSpec<never> {
 
 /** The umbrella's verbs, each loaded only when named (src/cli/verbs.ts). */
 export type Verbs = Record<string, { summary: string; load: () => Promise<CommandSpec<never>> }>;
+
+/** `mam`: a description, its verbs, and the examples of `mam --help`. */
+export interface Umbrella {
+  summary: string;
+  verbs: Verbs;
+  examples: ReadonlyArray<Example>;
+}
 
 export const VERSION: string = pkg.version;
 
@@ -49,7 +59,8 @@ export function registryOption(cmd: Command): Command {
 
 /** `--help`'s examples block, in the shape of gh's and mosquitto_sub's: what it does, then the line. */
 export function examplesHelp(bin: string, examples: ReadonlyArray<Example>): string {
-  return `\nExamples:\n${examples.map(([what, command]) => `  # ${what}\n  $ ${command.startsWith('mam') ? command : `${bin} ${command}`}\n`).join('')}`;
+  const line = (command: string) => (command.includes('$0') ? command.replaceAll('$0', bin) : `${bin} ${command}`.trimEnd());
+  return `\nExamples:\n${examples.map(([what, command]) => `  # ${what}\n  $ ${line(command)}\n`).join('')}`;
 }
 
 /** Attaches a spec to a command; `action` receives the parsed options of whichever (sub)command ran. */
@@ -83,7 +94,7 @@ export interface CommandResult {
  */
 export async function runCommandLine(
   bin: string,
-  entry: CommandSpec<never> | Verbs,
+  entry: CommandSpec<never> | Umbrella,
   argv: readonly string[],
   environment: CommandEnvironment,
 ): Promise<CommandResult> {
@@ -100,12 +111,16 @@ export async function runCommandLine(
     if (isSpec(entry)) {
       bind(program, entry, action);
     } else {
-      program.description('MAM: delegate jobs to AI coding agents and watch them through signed MQTT events');
+      program.description(entry.summary);
       const verb = argv[0];
-      const named = verb !== undefined && Object.hasOwn(entry, verb) ? entry[verb] : undefined;
-      if (named) bind(program.command(verb!), await named.load(), action);
-      // Help, --version or an unknown verb: list every verb without loading any of them.
-      else for (const [name, v] of Object.entries(entry)) program.command(name).description(v.summary);
+      const named = verb !== undefined && Object.hasOwn(entry.verbs, verb) ? entry.verbs[verb] : undefined;
+      if (named) {
+        bind(program.command(verb!), await named.load(), action);
+      } else {
+        // Help, --version or an unknown verb: list every verb without loading any of them.
+        for (const [name, v] of Object.entries(entry.verbs)) program.command(name).description(v.summary);
+        program.addHelpText('after', examplesHelp(bin, entry.examples));
+      }
     }
     await program.parseAsync(argv, { from: 'user' });
   } catch (err) {
@@ -114,7 +129,7 @@ export async function runCommandLine(
   return { code: outcome ? outcomeExit(outcome) : 0, outcome };
 }
 
-function isSpec(entry: CommandSpec<never> | Verbs): entry is CommandSpec<never> {
+function isSpec(entry: CommandSpec<never> | Umbrella): entry is CommandSpec<never> {
   return typeof (entry as CommandSpec<never>).configure === 'function';
 }
 

@@ -1,11 +1,11 @@
 import { processEnvironment } from './process-environment.ts';
-import { type CommandSpec, type Verbs, runCommandLine } from './program.ts';
+import { type CommandSpec, type Umbrella, runCommandLine } from './program.ts';
 
 /**
  * A bin's whole life, and the only place that ends the process: its command line run with the
  * process's streams (src/cli/program.ts), then exit with the code the contract gives the outcome.
  */
-export async function runMain(bin: string, entry: CommandSpec<never> | Verbs): Promise<void> {
+export async function runMain(bin: string, entry: CommandSpec<never> | Umbrella): Promise<void> {
   // `mam jobs --json | head -1`: a closed stdout ends the command quietly.
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
     if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);

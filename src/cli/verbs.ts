@@ -1,4 +1,4 @@
-import type { Verbs } from './program.ts';
+import type { Umbrella, Verbs } from './program.ts';
 
 /** The umbrella's verbs. Each module is imported only when its verb is named, to keep start-up short. */
 export const VERBS: Verbs = {
@@ -41,4 +41,15 @@ export const VERBS: Verbs = {
     summary: 'register, launch, watch and close a job in one command',
     load: async () => (await import('./commands/delegate.ts')).delegateCommand,
   },
+};
+
+/** `mam --help`: the whole life of a job in three lines a user would type. */
+export const MAM: Umbrella = {
+  summary: 'MAM: delegate jobs to AI coding agents and watch them through signed MQTT events',
+  verbs: VERBS,
+  examples: [
+    ['give Claude Code a task and wait for its outcome (exit 0: completed)', 'delegate --agent claude --brief "Make the flaky login test deterministic"'],
+    ['every job and its state', 'jobs'],
+    ["answer an agent's permission request", 'approve --job 3f2a9c1d'],
+  ],
 };

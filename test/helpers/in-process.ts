@@ -1,15 +1,15 @@
 import { createHook } from 'node:async_hooks';
 import { Readable, Writable } from 'node:stream';
-import { VERBS } from '../../src/cli/verbs.ts';
+import { MAM } from '../../src/cli/verbs.ts';
 import type { CommandEnvironment, OutputStream } from '../../src/cli/context.ts';
 import type { CommandOutcome } from '../../src/cli/exit-codes.ts';
 import { boundedText } from '../../src/cli/flag-file.ts';
-import { type CommandSpec, type Verbs, runCommandLine } from '../../src/cli/program.ts';
+import { type CommandSpec, type Umbrella, runCommandLine } from '../../src/cli/program.ts';
 import type { RunResult, Workspace } from './cli.ts';
 
 /** The bins, by name, as their launchers bind them (src/bin/): loaded only when a test names one. */
-const BINS: Record<string, () => Promise<CommandSpec<never> | Verbs>> = {
-  mam: async () => VERBS,
+const BINS: Record<string, () => Promise<CommandSpec<never> | Umbrella>> = {
+  mam: async () => MAM,
   'mam-register': async () => (await import('../../src/cli/commands/register.ts')).registerCommand,
   'mam-pick': async () => (await import('../../src/cli/commands/pick.ts')).pickCommand,
   'mam-publish': async () => (await import('../../src/cli/commands/publish.ts')).publishCommand,

@@ -18,6 +18,10 @@ const upOptions = z.object({
 const upCommand = defineCommand({
   name: 'up',
   summary: "keep an agent's signed presence on the broker until SIGINT/SIGTERM (a Last Will marks it offline if it dies)",
+  examples: [
+    ["keep ada's presence while she works (a Last Will marks her offline if this dies)", '--name ada --capabilities review,docs &'],
+    ['refresh last_seen every 10 s instead of 30', '--name ci-bot --capabilities build --refresh 10'],
+  ],
   configure: (cmd) =>
     registryOption(cmd)
       .requiredOption('--name <name>', "the agent's name (letters, digits, _ and -)")
@@ -56,6 +60,10 @@ const upCommand = defineCommand({
 export const agentCommand = defineCommand({
   name: 'agent',
   summary: 'run a fleet agent: presence, capabilities, Last Will',
+  examples: [
+    ['announce an agent and its capabilities', 'up --name ada --capabilities review,docs &'],
+    ['the same agent on a host known by another name', 'up --name ada --host build-7 --capabilities review &'],
+  ],
   configure: (cmd) => cmd,
   parse: () => ({}),
   async run() {},

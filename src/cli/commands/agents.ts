@@ -11,6 +11,10 @@ const agentsOptions = z.object({
 export const agentsCommand = defineCommand({
   name: 'agents',
   summary: 'list the fleet: name, host, capabilities, online/offline/stale, last_seen, current job',
+  examples: [
+    ['who is online, and on which job', ''],
+    ['the names of agents that can review, for a script', '--json | jq -r \'.[] | select(.status == "online" and (.capabilities | index("review"))) | .name\''],
+  ],
   configure: (cmd) => registryOption(cmd).option('--json', 'one JSON array instead of a table'),
   parse: (raw) => parseOptions(agentsOptions, raw),
   async run(opts, ctx) {

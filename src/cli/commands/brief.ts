@@ -13,6 +13,10 @@ const briefOptions = z.object({
 export const briefCommand = defineCommand({
   name: 'brief',
   summary: "print a job's prompt as MAM hands it to an agent: how to report, then the brief",
+  examples: [
+    ['the whole prompt MAM hands an agent for job 3f2a9c1d', '--job 3f2a9c1d'],
+    ['only the reporting instructions, to paste into an agent you started yourself', '--job 3f2a9c1d --preamble-only'],
+  ],
   configure: (cmd) =>
     registryOption(cmd).requiredOption('--job <id>', 'job id').option('--preamble-only', 'only the instructions on reporting, without the brief'),
   parse: (raw) => parseOptions(briefOptions, raw),

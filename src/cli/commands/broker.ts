@@ -26,6 +26,11 @@ const url = (scheme: string, host: string, port: number) => `${scheme}://${host.
 export const brokerCommand = defineCommand({
   name: 'broker',
   summary: 'run an embedded MQTT broker on this machine (127.0.0.1:1883 by default)',
+  examples: [
+    ["a broker for this machine's jobs (127.0.0.1:1883)", ''],
+    ["on another port, with MQTT over WebSocket for the dashboard's browsers", '--port 18830 --ws-port 18831'],
+    ['listen for the LAN, keeping retained messages in a folder of your choice', '--host 0.0.0.0 --data /var/lib/mam-broker'],
+  ],
   configure: (cmd) =>
     cmd
       .option('--port <port>', 'MQTT port; 0 picks a free one (default: see below)')

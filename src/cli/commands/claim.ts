@@ -18,6 +18,10 @@ const claimOptions = z.object({
 export const claimCommand = defineCommand({
   name: 'claim',
   summary: 'claim a turn (e.g. the answer to one chat message): exit 0 for exactly one claimant, 4 for the others, 1 on a failure',
+  examples: [
+    ['answer chat message 1718000000.000100 only if this agent wins the turn', '--turn C0123-1718000000_000100-1718000000 --agent ada && ./answer.sh'],
+    ['claim across hosts over the broker (needs MAM_FLEET_SECRET)', '--broker --turn C0123-1718000000_000100-1718000000 --agent ada'],
+  ],
   configure: (cmd) =>
     registryOption(cmd)
       .requiredOption('--turn <id>', 'the turn: <channel>-<message>-<epoch> (docs/coordination-reference.md)')

@@ -16,6 +16,10 @@ const closeOptions = z.object({
 export const closeCommand = defineCommand({
   name: 'close',
   summary: 'operator close: cancelled, deadline_timeout (status error), completed or error',
+  examples: [
+    ['cancel a job; its watchers end with exit 1', '--job 3f2a9c1d --request cancelled'],
+    ['mark a job done by hand', '--job 3f2a9c1d --request completed'],
+  ],
   configure: (cmd) =>
     registryOption(cmd)
       .requiredOption('--job <id>', 'job id')

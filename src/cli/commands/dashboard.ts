@@ -33,6 +33,11 @@ Prints "mam dashboard on http://host:port" on stderr once it listens; SIGINT/SIG
 export const dashboardCommand = defineCommand({
   name: 'dashboard',
   summary: 'serve a live web page of every job (read-only unless --allow-actions)',
+  examples: [
+    ['a live page of every job on http://127.0.0.1:6260', ''],
+    ['on the LAN, with cancel/approve buttons (MAM_DASHBOARD_TOKEN set)', '--host 0.0.0.0 --allow-actions'],
+    ['behind a reverse proxy', '--trusted-origin https://mam.example.com'],
+  ],
   configure: (cmd) =>
     registryOption(cmd)
       .option('--port <port>', `port to listen on; 0 picks a free one (default ${DEFAULT_DASHBOARD_PORT})`)

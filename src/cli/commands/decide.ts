@@ -3,7 +3,7 @@ import { type DecisionKind, MAX_REASON_CHARS } from '../../core/control/decision
 import { warnIfPublicSandbox } from '../context.ts';
 import { countFlag, jobIdFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
-import { type CommandSpec, defineCommand, registryOption } from '../program.ts';
+import { type CommandSpec, type Example, defineCommand, registryOption } from '../program.ts';
 
 const decideOptions = z.object({
   job: jobIdFlag,
@@ -13,6 +13,17 @@ const decideOptions = z.object({
   attempts: z._default(countFlag, 3),
   registry: z.optional(z.string()),
 });
+
+const EXAMPLES: Record<'approve' | 'deny', ReadonlyArray<Example>> = {
+  approve: [
+    ['allow the newest permission request of job 3f2a9c1d', '--job 3f2a9c1d'],
+    ['allow request seq 4, with a word for the agent', '--job 3f2a9c1d --seq 4 --reason "ok, read-only"'],
+  ],
+  deny: [
+    ['refuse the newest permission request, saying why', '--job 3f2a9c1d --reason "no network access in this job"'],
+    ['refuse request seq 4', '--job 3f2a9c1d --seq 4'],
+  ],
+};
 
 /**
  * `mam approve` / `mam deny` (docs/permissions.md): answer a waiting `permission_required` with a
@@ -24,6 +35,7 @@ function decideCommand(name: 'approve' | 'deny', decision: DecisionKind): Comman
   return defineCommand({
     name,
     summary: `${decision} a tool an agent asked permission for (a signed decision on the job's control topic)`,
+    examples: EXAMPLES[name],
     configure: (cmd) =>
       registryOption(cmd)
         .requiredOption('--job <id>', 'job id')

@@ -36,6 +36,11 @@ export function permissionLine(jobId: string, seq: number, detail: string): stri
 export const delegateCommand = defineCommand({
   name: 'delegate',
   summary: 'register a job, launch its agent, watch it to the end (0 completed, 1 error/blocked/cancelled, 2 timeout, 3 broker)',
+  examples: [
+    ['give Claude Code a task and wait for its outcome (exit 0: completed)', '--agent claude --brief "Make the flaky login test deterministic"'],
+    ['Codex in a tmux pane you can attach to, the brief from a file', '--agent codex --brief-file task.md --pane tmux'],
+    ['any other agent command; only the final outcome for a script', '--exec ./my-agent.sh --brief "Say hello" --json | tail -1 | jq -r .event'],
+  ],
   configure: (cmd) =>
     jobFlags(registryOption(cmd))
       .option('--agent <name>', `run a known agent CLI locally: ${AGENT_NAMES.join(' | ')} (hooks and instructions set up for it)`)

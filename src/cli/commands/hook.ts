@@ -23,6 +23,14 @@ const MAX_HOOK_INPUT = 1024 * 1024;
 export const hookCommand = defineCommand({
   name: 'hook',
   summary: "publish what an agent's hook reports (Claude Code, Codex, Gemini CLI) as the job's signed event",
+  examples: [
+    [
+      "Claude Code's hooks (in the --settings file MAM writes): the payload arrives on stdin",
+      '--from claude --job 3f2a9c1d --attempt-id 1 --expect-dispatch-token $MAM_DISPATCH_TOKEN',
+    ],
+    ['Codex notify: the payload is the last argument', '--from codex-notify --job 3f2a9c1d --payload \'{"type":"agent-turn-complete"}\''],
+    ['a wrapped command: started before, the outcome by its exit code after', '--from wrapper --job 3f2a9c1d --on exit --exit-code 0'],
+  ],
   configure: (cmd) =>
     registryOption(cmd)
       .requiredOption('--from <source>', HOOK_SOURCES.join(' | '))

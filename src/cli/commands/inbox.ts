@@ -24,6 +24,10 @@ const inboxOptions = z.object({
 export const inboxCommand = defineCommand({
   name: 'inbox',
   summary: 'what was addressed to an agent (jobs, alerts) since it last asked, each delivered once',
+  examples: [
+    ['what was addressed to ada (or her capabilities) since she last asked', '--agent ada'],
+    ['one line per item, for a SessionStart hook', '--agent ada --text'],
+  ],
   configure: (cmd) =>
     registryOption(cmd)
       .requiredOption('--agent <name>', 'the agent asking')

@@ -43,6 +43,10 @@ export function formatJobsTable(records: JobRecord[], now = Date.now()): string 
 export const jobsCommand = defineCommand({
   name: 'jobs',
   summary: 'list jobs: a table, or a JSON array with --json',
+  examples: [
+    ['every job, one line each', ''],
+    ['the ids of failed jobs, for a script', "--json --status error | jq -r '.[].job_id'"],
+  ],
   configure: (cmd) =>
     registryOption(cmd).option('--json', 'print a JSON array of records (without tokens)').option('--status <status>', 'only jobs with this status'),
   parse: (raw) => parseOptions(jobsOptions, raw),

@@ -21,6 +21,10 @@ const mcpPermissionOptions = z.object({
 export const mcpPermissionCommand = defineCommand({
   name: 'mcp-permission',
   summary: "MCP stdio server answering Claude's permission prompts with decisions from the broker",
+  examples: [
+    ['how Claude Code starts it (the --mcp-config MAM writes); not typed by hand', '--job 3f2a9c1d --attempt-id 1 --expect-dispatch-token $MAM_DISPATCH_TOKEN'],
+    ['deny what nobody answered within 2 minutes', '--job 3f2a9c1d --timeout 120'],
+  ],
   configure: (cmd) =>
     registryOption(cmd)
       .requiredOption('--job <id>', 'job id')

@@ -40,6 +40,13 @@ type MentionsOptions = z.infer<typeof mentionsOptions> & { turnId: string };
 export const mentionsCommand = defineCommand({
   name: 'mentions',
   summary: 'apply the @mention rules to one chat message: respond (0), stay silent (6), or race for the turn (0 won, 4 lost)',
+  examples: [
+    [
+      'should ada answer this chat message? (0 respond, 6 silent, 4 another won the turn)',
+      '--agent ada --text "@bob can you look?" --channel C0123 --message 1718000000.000100 --epoch 1718000000',
+    ],
+    ['a reply in a thread whose parent mentioned ada', '--agent ada --thread-text "@ada take this" --text "any news?" --turn C0123-m2-1718000000'],
+  ],
   configure: (cmd) =>
     registryOption(cmd)
       .requiredOption('--agent <name>', 'the agent asking')

@@ -17,6 +17,10 @@ const pickOptions = z.object({
 export const pickCommand = defineCommand({
   name: 'pick',
   summary: 'claim the oldest pickable pending job for an agent session (exit 4 when none)',
+  examples: [
+    ['take the oldest job for session S1 (exit 4: none waiting)', '--agent-session S1'],
+    ['also jobs addressed to capability:review', '--agent-session ada --capabilities review,docs'],
+  ],
   configure: (cmd) =>
     registryOption(cmd)
       .requiredOption('--agent-session <name>', 'the session claiming the job')

@@ -23,6 +23,11 @@ const publishOptions = z.object({
 export const publishCommand = defineCommand({
   name: 'publish',
   summary: 'record, sign and publish one lifecycle event (exit 2: on disk, not delivered; 5: refused)',
+  examples: [
+    ["from an agent's pane: report progress", '--job 3f2a9c1d --event progress --detail "tests pass, writing docs"'],
+    ['started, with a heartbeat every 30 s while this shell lives', '--job 3f2a9c1d --event started --heartbeat 30 --watch-pid $$'],
+    ['the outcome, with data; exit 2 means on disk but not delivered', '--job 3f2a9c1d --event completed --data \'{"pr":12}\''],
+  ],
   configure: (cmd) =>
     registryOption(cmd)
       .requiredOption('--job <id>', 'job id')

@@ -10,6 +10,10 @@ const redispatchOptions = z.object({ job: jobIdFlag, registry: z.optional(z.stri
 export const redispatchCommand = defineCommand({
   name: 'redispatch',
   summary: 'make a job pending again as a new attempt, with a fresh dispatch token',
+  examples: [
+    ["give a failed job a new attempt (the old attempt's events are refused)", '--job 3f2a9c1d'],
+    ['a new attempt, then wait for its outcome', '--job 3f2a9c1d && mam-subscribe --job 3f2a9c1d'],
+  ],
   configure: (cmd) => registryOption(cmd).requiredOption('--job <id>', 'job id').option('--json', 'print the record as JSON (the default)'),
   parse: (raw) => parseOptions(redispatchOptions, raw),
   async run(opts, ctx) {

@@ -23,6 +23,11 @@ const registerOptions = z.object({
 export const registerCommand = defineCommand({
   name: 'register',
   summary: 'create a pending job record and its audit log; print the record',
+  examples: [
+    ['a pending job with a 10 minute budget; prints its record', '--brief "Fix issue 12" --timeout 600'],
+    ['a job for whichever reviewer picks it first', '--brief-file review.md --to capability:review'],
+    ['only after job 3f2a9c1d completed', '--brief "Deploy" --depends-on 3f2a9c1d'],
+  ],
   configure: (cmd) =>
     jobFlags(
       registryOption(cmd)

@@ -24,6 +24,10 @@ const runOptions = z.object({
 const dispatchCommand = defineCommand({
   name: 'dispatch',
   summary: 'hand a job to a runner of SESSION on another host (signed, retained, token sealed)',
+  examples: [
+    ['hand registered job 3f2a9c1d to the runner of session gpu-box', '--job 3f2a9c1d --session gpu-box'],
+    ['register a job and send it in one line', '--session gpu-box --job "$(mam-register --transport remote --brief \'Run the GPU tests\' | jq -r .job_id)"'],
+  ],
   configure: (cmd) => registryOption(cmd).requiredOption('--job <id>', 'job id').requiredOption('--session <name>', "the runner's session name"),
   parse: (raw) => parseOptions(dispatchOptions, raw),
   async run(opts, ctx) {
@@ -38,6 +42,10 @@ const dispatchCommand = defineCommand({
 const runCommand = defineCommand({
   name: 'run',
   summary: 'take dispatches for SESSION and run CMD for each, one at a time (--once: one job, exit 0 if completed)',
+  examples: [
+    ['on the other host: run Claude Code for each job dispatched to gpu-box', '--session gpu-box --agent claude'],
+    ['one job, then exit 0 if it completed', '--session gpu-box --exec ./agent.sh --once'],
+  ],
   configure: (cmd) =>
     registryOption(cmd)
       .requiredOption('--session <name>', 'the session this runner serves')
@@ -70,6 +78,10 @@ const runCommand = defineCommand({
 export const remoteCommand = defineCommand({
   name: 'remote',
   summary: 'delegate jobs to agents on other hosts through the broker',
+  examples: [
+    ['on this host: send the job', 'dispatch --job 3f2a9c1d --session gpu-box'],
+    ['on the other host: run what arrives', 'run --session gpu-box --agent claude'],
+  ],
   configure: (cmd) => cmd,
   parse: () => ({}),
   async run() {},

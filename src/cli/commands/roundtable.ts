@@ -27,6 +27,13 @@ const askOptions = z.object({
 const askCommand = defineCommand({
   name: 'ask',
   summary: 'invite counsel on a turn you hold; prints what arrived by the deadline, to synthesize one answer',
+  examples: [
+    [
+      'ada holds the turn and asks bob and any reviewer, waiting 30 s',
+      '--turn C0123-m1-1718000000 --agent ada --to bob --to capability:review --question "Is this migration safe?" --deadline 30',
+    ],
+    ['ask whoever can review, waiting the default 60 s', '--turn C0123-m1-1718000000 --agent ada --to capability:review --question "Is this migration safe?"'],
+  ],
   configure: (cmd) =>
     registryOption(cmd)
       .requiredOption('--turn <id>', 'the turn you claimed')
@@ -66,6 +73,13 @@ const counselOptions = z.object({
 const counselCommand = defineCommand({
   name: 'counsel',
   summary: 'answer an invitation to a roundtable, once: exit 0 given, 4 not invited, 5 already given',
+  examples: [
+    [
+      'bob answers the invitation, once (exit 4: not invited, 5: already given)',
+      '--turn C0123-m1-1718000000 --agent bob --text "Safe if the index exists first"',
+    ],
+    ['a reviewer invited by capability, its capabilities given', '--turn C0123-m1-1718000000 --agent cy --capabilities review --text "Add a rollback step"'],
+  ],
   configure: (cmd) =>
     registryOption(cmd)
       .requiredOption('--turn <id>', 'the turn you were invited to')
@@ -106,6 +120,10 @@ const showOptions = z.object({
 const showCommand = defineCommand({
   name: 'show',
   summary: "a turn's roundtable as the broker holds it: the invitation, counsel on time and late (exit 66: none)",
+  examples: [
+    ['what the broker holds for a turn: the question, counsel on time and late', '--turn C0123-m1-1718000000'],
+    ['on a slow broker, wait longer for the retained messages', '--turn C0123-m1-1718000000 --settle-ms 2000'],
+  ],
   configure: (cmd) =>
     registryOption(cmd).requiredOption('--turn <id>', 'the turn').option('--settle-ms <ms>', 'how long retained messages are waited for (default 500)'),
   parse: (raw) => parseOptions(showOptions, raw),
@@ -125,6 +143,10 @@ const showCommand = defineCommand({
 export const roundtableCommand = defineCommand({
   name: 'roundtable',
   summary: "the seed's roundtable: the claimant of a turn asks others for counsel before it answers",
+  examples: [
+    ['the claimant asks for counsel', 'ask --turn C0123-m1-1718000000 --agent ada --to bob --question "Safe?"'],
+    ['another agent answers', 'counsel --turn C0123-m1-1718000000 --agent bob --text "Yes"'],
+  ],
   configure: (cmd) => cmd,
   parse: () => ({}),
   async run() {},

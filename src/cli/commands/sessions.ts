@@ -63,6 +63,10 @@ function jsonLine(r: SessionRow): string {
 export const sessionsCommand = defineCommand({
   name: 'sessions',
   summary: "list the tmux sessions MAM started, with their job's status and how to attach",
+  examples: [
+    ["the tmux sessions of MAM's agents, with how to attach", ''],
+    ['the sessions whose agent has ended', "--json | jq -r 'select(.dead) | .session'"],
+  ],
   configure: (cmd) => registryOption(cmd).option('--json', 'one JSON object per line'),
   parse: (raw) => parseOptions(sessionsOptions, raw),
   async run(opts, ctx) {

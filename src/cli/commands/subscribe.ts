@@ -23,6 +23,11 @@ const subscribeOptions = z.object({
 export const subscribeCommand = defineCommand({
   name: 'subscribe',
   summary: 'watch jobs; print accepted events as JSON lines; exit 0 completed, 1 error/cancelled, 2 timeout, 3 broker down',
+  examples: [
+    ['wait for job 3f2a9c1d and branch on the outcome (0 completed, 1 failed, 2 timeout, 3 broker)', '--job 3f2a9c1d; echo $?'],
+    ['the events as they come, for jq', "--job 3f2a9c1d | jq -r '[.event, .detail] | @tsv'"],
+    ['watch every job, with alerts posted to the webhooks in a 0600 file', '--all --alerts --notify @"$HOME/.config/mam/webhooks"'],
+  ],
   configure: (cmd) =>
     registryOption(cmd)
       .option('--job <id>', 'job to watch (repeatable)', collect)
