@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { type MamConfig, configSecrets, loadConfig } from '../core/config/config.ts';
-import type { DestinationStream, Logger } from '../core/log.ts';
+import { type MamConfig, loadConfig } from '../core/config/config.ts';
+import type { DestinationStream } from '../core/log.ts';
 import { Registry } from '../core/registry/registry.ts';
 
 /** Where a command writes: stdout (what a script reads) or stderr (what a person reads). */
@@ -50,8 +50,6 @@ export interface CommandContext extends CommandEnvironment {
   registry(): Registry;
   /** One `warning:` line on stderr: what a command could do, but not all of it. */
   warn(message: string): void;
-  /** pino JSON on stderr with every secret of the configuration (and `extraSecrets`) redacted. */
-  logger(name: string, options?: { level?: string; extraSecrets?: readonly string[] }): Promise<Logger>;
 }
 
 /**
@@ -75,11 +73,6 @@ export function commandContext(environment: CommandEnvironment, registryDir?: st
     registry() {
       registry ??= new Registry(ctx.config(), warn);
       return registry;
-    },
-    async logger(name, options = {}) {
-      const { createLogger } = await import('../core/log.ts');
-      const cfg = ctx.config();
-      return createLogger(name, options.level ?? cfg.logLevel, [...configSecrets(cfg), ...(options.extraSecrets ?? [])], environment.io.logDestination);
     },
   };
   return ctx;

@@ -6,6 +6,7 @@ import { warnIfPublicSandbox } from '../context.ts';
 import { secondsFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
+import { commandLogger } from '../command-logger.ts';
 
 const upOptions = z.object({
   name: agentNameSchema,
@@ -39,7 +40,7 @@ const upCommand = defineCommand({
     const config = ctx.config();
     await warnIfPublicSandbox(ctx);
     const { AgentPresence } = await import('../../core/fleet/agent-presence.ts');
-    const log = await ctx.logger('mam-agent');
+    const log = commandLogger(ctx, 'mam-agent');
     const agent = new AgentPresence(
       config,
       {

@@ -4,6 +4,7 @@ import * as z from 'zod/mini';
 import { nonEmptyFlag, portFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
 import { defineCommand } from '../program.ts';
+import { commandLogger } from '../command-logger.ts';
 
 const brokerOptions = z.object({
   port: z.optional(portFlag),
@@ -51,7 +52,7 @@ export const brokerCommand = defineCommand({
     for (const w of plan.warnings) ctx.warn(w);
     const dataDir = opts.data === undefined ? path.join(config.root, '.mam', 'broker') : path.resolve(ctx.cwd, opts.data);
     // A broker is a long-lived server: its connection log is the point, so info unless asked otherwise.
-    const log = await ctx.logger('mam-broker', { level: ctx.env.MAM_LOG_LEVEL ? config.logLevel : 'info' });
+    const log = commandLogger(ctx, 'mam-broker', { level: ctx.env.MAM_LOG_LEVEL ? config.logLevel : 'info' });
     const broker = await startEmbeddedBroker({
       host: plan.host,
       port: plan.port,

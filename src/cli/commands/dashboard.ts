@@ -5,6 +5,7 @@ import { warnIfPublicSandbox } from '../context.ts';
 import { nonEmptyFlag, portFlag } from '../flags.ts';
 import { collect, parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
+import { commandLogger } from '../command-logger.ts';
 
 /** The default port: nothing common sits there (6260 spells "mam0" on a phone keypad). */
 export const DEFAULT_DASHBOARD_PORT = 6260;
@@ -63,7 +64,7 @@ export const dashboardCommand = defineCommand({
     const dashboard = await startDashboard({
       config,
       registry,
-      log: await ctx.logger('mam-dashboard', { extraSecrets: token === undefined ? [] : [token] }),
+      log: commandLogger(ctx, 'mam-dashboard', { extraSecrets: token === undefined ? [] : [token] }),
       host: opts.host,
       port: opts.port,
       token,

@@ -8,6 +8,7 @@ import { watchExit } from '../exit-codes.ts';
 import { askedLimits, jobFlags, jobOptionsShape, readBrief } from '../job-options.ts';
 import { parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
+import { commandLogger } from '../command-logger.ts';
 
 const delegateOptions = z.object({
   ...jobOptionsShape,
@@ -83,7 +84,7 @@ export const delegateCommand = defineCommand({
       embeddedBroker: opts.embeddedBroker,
       write,
       format: human ? output.prettyLine : output.jsonLine,
-      log: await ctx.logger('mam-delegate'),
+      log: commandLogger(ctx, 'mam-delegate'),
       stopSignal: ctx.stopSignal(),
       onEmbeddedBroker: ({ host, port }) => ctx.io.err.write(`mam delegate: no broker at ${host}:${port}; started the embedded one there for this job\n`),
       onRegistered: (record) => {

@@ -3,6 +3,7 @@ import { warnIfPublicSandbox } from '../context.ts';
 import { countFlag, dispatchTokenFlag, jobIdFlag, limitFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
 import { VERSION, defineCommand, registryOption } from '../program.ts';
+import { commandLogger } from '../command-logger.ts';
 
 const mcpPermissionOptions = z.object({
   job: jobIdFlag,
@@ -46,7 +47,7 @@ export const mcpPermissionCommand = defineCommand({
       version: VERSION,
       expectDispatchToken: opts.expectDispatchToken,
       expectAttemptId: opts.attemptId,
-      log: await ctx.logger('mam-mcp-permission'),
+      log: commandLogger(ctx, 'mam-mcp-permission'),
       stdin: ctx.io.stdin.stream(),
       stdout: ctx.io.out.stream,
       stop,

@@ -6,6 +6,7 @@ import { warnIfPublicSandbox } from '../context.ts';
 import { jobIdFlag } from '../flags.ts';
 import { parseOptions, printJson } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
+import { commandLogger } from '../command-logger.ts';
 
 const session = z
   .string()
@@ -66,7 +67,7 @@ const runCommand = defineCommand({
       session: opts.session,
       agent: opts.agent !== undefined ? { agent: opts.agent } : { exec: opts.exec! },
       once: opts.once,
-      log: await ctx.logger('mam-remote'),
+      log: commandLogger(ctx, 'mam-remote'),
       stopSignal: ctx.stopSignal(),
       onSubscribed: () => ctx.io.err.write(`SUBSCRIBED remote runner for session ${opts.session}\n`),
       onCancelled: (jobId) => ctx.io.err.write(`job ${jobId}: cancelled by the delegator; stopping the agent\n`),

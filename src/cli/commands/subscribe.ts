@@ -6,6 +6,7 @@ import { jobIdFlag, limitFlag } from '../flags.ts';
 import { expandNotifyTargets } from '../notify-targets.ts';
 import { collect, parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
+import { commandLogger } from '../command-logger.ts';
 
 const subscribeOptions = z.object({
   job: z._default(z.array(jobIdFlag), []),
@@ -56,7 +57,7 @@ export const subscribeCommand = defineCommand({
     const registry = ctx.registry();
     await warnIfPublicSandbox(ctx);
     const [{ watch }, output] = await Promise.all([import('../../core/subscriber/subscriber.ts'), import('../../core/subscriber/output.ts')]);
-    const log = await ctx.logger('mam-subscribe', { extraSecrets: opts.notify });
+    const log = commandLogger(ctx, 'mam-subscribe', { extraSecrets: opts.notify });
     // Alerts (docs/coordination-reference.md#alerts) are their own module fed by the watch's callbacks.
     const alerts = opts.alerts ? await (await import('../../core/fleet/alerts/alert-wiring.ts')).startAlerts(config, registry, log, opts) : undefined;
     const outcome = await watch(config, registry, {
