@@ -1,10 +1,14 @@
 import * as z from 'zod/mini';
 import { configSecrets } from '../../core/config/config.ts';
 import { AGENT_NAMES } from '../../core/agents/presets.ts';
-import type { DelegationStatus } from '../../core/delegate/delegation.ts';
+import type { DelegationStatus, SessionDeliverer } from '../../core/delegate/delegation.ts';
 import { UsageError } from '../../core/errors.ts';
 import { resolveJobLimits } from '../../core/registry/job-limits.ts';
-import { loadContext, warnIfPublicSandbox } from '../context.ts';
+import type { MamConfig } from '../../core/config/config.ts';
+import type { Registry } from '../../core/registry/registry.ts';
+import { sessionNameSchema } from '../../core/sessions/session-record.ts';
+import { loadContext, warn, warnIfPublicSandbox } from '../context.ts';
+import { limitFlag } from '../flags.ts';
 import { delegationExit, watchExit } from '../exit-codes.ts';
 import { askedLimits, jobFlags, jobOptionsShape, readBrief } from '../job-options.ts';
 import { parseOptions } from '../options.ts';
@@ -17,6 +21,8 @@ const delegateOptions = z.object({
   agent: z.optional(z.enum(AGENT_NAMES)),
   pane: z.optional(z.enum(['tmux'])),
   remote: z.optional(z.string().check(z.minLength(1))),
+  session: z.optional(sessionNameSchema),
+  waitIdle: z.optional(limitFlag),
   agentSession: z.optional(z.string().check(z.minLength(1))),
   json: z.optional(z.boolean()),
   embeddedBroker: z._default(z.boolean(), true),
@@ -35,23 +41,47 @@ export function permissionLine(jobId: string, seq: number, detail: string): stri
   return `\x1b[1;7m PERMISSION \x1b[0m \x1b[1m${detail}\x1b[0m\n            answer: ${answer}`;
 }
 
+/** `--session N`: the job goes to that session's agent once it is idle (src/core/sessions/session-delivery.ts). */
+async function sessionDeliverer(config: MamConfig, registry: Registry, name: string, waitIdleSec: number | undefined): Promise<SessionDeliverer> {
+  const [{ SessionStore }, { SessionJobAgent, DEFAULT_WAIT_IDLE_MS }] = await Promise.all([
+    import('../../core/sessions/session-store.ts'),
+    import('../../core/sessions/session-delivery.ts'),
+  ]);
+  const store = new SessionStore(registry);
+  store.read(name);
+  const ctx = { config, registry, store, warn };
+  const waitMs = waitIdleSec === undefined ? DEFAULT_WAIT_IDLE_MS : waitIdleSec * 1000;
+  return async (record) => {
+    const agent = await SessionJobAgent.deliver(ctx, name, record, waitMs);
+    process.stderr.write(`job ${record.job_id} handed to session ${name}\n`);
+    return agent;
+  };
+}
+
 export const delegateCommand = defineCommand({
   name: 'delegate',
-  summary: 'register a job, launch its agent, watch it to the end (0 completed, 1 error/blocked/cancelled, 2 timeout, 3 broker)',
+  summary:
+    'register a job, launch its agent (or hand it to a session), watch it to the end (0 completed, 1 error/blocked/cancelled, 2 timeout, 3 broker, 5 session busy)',
   configure: (cmd) =>
     jobFlags(registryOption(cmd))
       .option('--agent <name>', `run a known agent CLI locally: ${AGENT_NAMES.join(' | ')} (hooks and instructions set up for it)`)
       .option('--exec <cmd>', 'run any other agent command locally through sh -c (its prompt on stdin)')
       .option('--pane <kind>', 'run the local agent in a terminal pane you can attach to: tmux')
       .option('--remote <session>', 'dispatch the job to a mam-remote runner of this session')
+      .option('--session <name>', 'hand the job to a running named session (mam session create); exit 5 when it stays busy')
+      .option('--wait-idle <s>', 'with --session: how long to wait for the session to be idle (default 5; 0: no wait)')
       .option('--agent-session <name>', 'the agent session the job is for')
       .option('--json', 'JSON lines even on a terminal')
       .option('--no-embedded-broker', 'never start the embedded broker when none answers'),
   parse(raw) {
     const opts = parseOptions(delegateOptions, raw);
-    const chosen = [opts.agent, opts.exec, opts.remote].filter((v) => v !== undefined).length;
-    if (chosen !== 1) throw new UsageError('exactly one of --agent, --exec and --remote is required');
-    if (opts.pane !== undefined && opts.remote !== undefined) throw new UsageError('--pane: only for a local agent (--agent or --exec)');
+    const chosen = [opts.agent, opts.exec, opts.remote, opts.session].filter((v) => v !== undefined).length;
+    if (chosen !== 1) throw new UsageError('exactly one of --agent, --exec, --remote and --session is required');
+    if (opts.pane !== undefined && (opts.remote !== undefined || opts.session !== undefined))
+      throw new UsageError('--pane: only for a local agent (--agent or --exec)');
+    if (opts.waitIdle !== undefined && opts.session === undefined) throw new UsageError('--wait-idle: only with --session');
+    if (opts.session !== undefined && opts.agentSession !== undefined)
+      throw new UsageError('--agent-session: not with --session (the job is for that session)');
     return opts;
   },
   async run(opts) {
@@ -60,6 +90,8 @@ export const delegateCommand = defineCommand({
     await warnIfPublicSandbox(config);
     // Checked before the job is registered: a missing tmux must not leave a pending job behind.
     const pane = opts.pane === undefined ? undefined : await (await import('../pane-launch.ts')).tmuxPaneStarter();
+    // A session that does not exist is a usage problem of this command (exit 66), before any job is registered.
+    const session = opts.session === undefined ? undefined : await sessionDeliverer(config, registry, opts.session, opts.waitIdle);
     const [{ Delegation }, { createLogger }, output] = await Promise.all([
       import('../../core/delegate/delegation.ts'),
       import('../../core/log.ts'),
@@ -76,10 +108,11 @@ export const delegateCommand = defineCommand({
     let ticker: NodeJS.Timeout | undefined;
     let last: DelegationStatus | undefined;
     const delegation = new Delegation(config, registry, {
-      job: { agentSession: opts.agentSession, brief, ...resolveJobLimits(askedLimits(opts), config), dependsOn: [] },
+      job: { agentSession: opts.session ?? opts.agentSession, brief, ...resolveJobLimits(askedLimits(opts), config), dependsOn: [] },
       agent: opts.agent !== undefined ? { agent: opts.agent } : opts.exec !== undefined ? { exec: opts.exec } : undefined,
       remoteSession: opts.remote,
       pane,
+      session,
       embeddedBroker: opts.embeddedBroker,
       write,
       format: human ? output.prettyLine : output.jsonLine,
@@ -107,7 +140,10 @@ export const delegateCommand = defineCommand({
       const outcome = await delegation.run();
       const { line } = watchExit(outcome.watch);
       if (line) process.stderr.write(`${line}\n`);
-      if (outcome.closed) process.stderr.write(`job ${outcome.jobId}: closed ${outcome.closed.status} (${outcome.closed.reason})\n`);
+      if (outcome.closed)
+        process.stderr.write(
+          `job ${outcome.jobId}: closed ${outcome.closed.status} (${outcome.closed.reason}${outcome.closed.why ? `: ${outcome.closed.why}` : ''})\n`,
+        );
       return delegationExit(outcome);
     } finally {
       clearInterval(ticker);
