@@ -2,6 +2,8 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
 import { type TestBroker, startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
+import { runBinAsync } from '../helpers/cli.ts';
+import { tempDirForTest } from '../helpers/temp-dir.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { printedEvents, registeredJob, sessionWorld } from './session-fixtures.ts';
 import { describeWithTmux } from './tmux-fixtures.ts';
@@ -125,6 +127,9 @@ describeWithTmux('named agent sessions', () => {
     const third = await w.mam(['delegate', '--json', '--session', 'sh1', '--brief', 'true']);
     expect(third.code, third.stderr).toBe(0);
     expect((await w.list())[0]).toMatchObject({ state: 'running', idle: true, jobs_done: 3, current_job: null });
+    // Listed from a shell whose plain `tmux` reaches another server: the session is looked for on its own.
+    const elsewhere = await runBinAsync('mam', ['session', 'list', '--json'], w.ws, { env: { TMUX_TMPDIR: tempDirForTest('mam-tmux-other-') } });
+    expect(JSON.parse(elsewhere.stdout)).toMatchObject({ state: 'running', idle: true });
     // `mam sessions` lists the one-job panes of --pane tmux only, not named sessions.
     expect((await w.mam(['sessions', '--json'])).stdout).toBe('');
 

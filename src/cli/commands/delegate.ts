@@ -51,8 +51,8 @@ async function sessionDeliverer(config: MamConfig, registry: Registry, name: str
   store.read(name);
   const ctx = { config, registry, store, warn };
   const waitMs = waitIdleSec === undefined ? DEFAULT_WAIT_IDLE_MS : waitIdleSec * 1000;
-  return async (record) => {
-    const agent = await SessionJobAgent.deliver(ctx, name, record, waitMs);
+  return async (record, cancelled) => {
+    const agent = await SessionJobAgent.deliver(ctx, name, record, waitMs, cancelled);
     process.stderr.write(`job ${record.job_id} handed to session ${name}\n`);
     return agent;
   };

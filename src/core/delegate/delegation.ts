@@ -26,7 +26,7 @@ export interface RunningAgent {
  * one. Throws SessionUnavailable, before anything reached the agent, when the session is busy or
  * not running.
  */
-export type SessionDeliverer = (record: JobRecord) => Promise<RunningAgent>;
+export type SessionDeliverer = (record: JobRecord, cancelled: () => boolean) => Promise<RunningAgent>;
 
 /** Starts an agent in a terminal pane (`--pane tmux`; src/core/panes/), instead of a plain process. */
 export type PaneStarter = (jobId: string, launch: { command: string; env: NodeJS.ProcessEnv; terminalPrompt?: string | undefined }) => Promise<RunningAgent>;
@@ -171,7 +171,7 @@ export class Delegation {
   private async launch(record: JobRecord): Promise<void> {
     if (this.opts.session) {
       try {
-        this.agent = await this.opts.session(record);
+        this.agent = await this.opts.session(record, () => this.closing !== undefined);
       } catch (err) {
         if (!(err instanceof SessionUnavailable)) throw err;
         this.abort('cancelled', err.reason, undefined, err.message);

@@ -7,7 +7,7 @@ import type { JobRecord } from '../registry/job-record.ts';
 import { ensureOwnDir, writePrivateFileSync } from '../registry/record-store.ts';
 import type { AgentExit } from '../remote/agent-process.ts';
 import { mamWords, shellJobScript } from './session-launch.ts';
-import { sessionPaneHealth, typeIntoSession } from './session-pane.ts';
+import { serverOf, sessionPaneHealth, typeIntoSession } from './session-pane.ts';
 import type { SessionRecord } from './session-record.ts';
 import { type SessionContext, markTerminated, reconcileSession } from './sessions.ts';
 import { sessionEvent } from './session-store.ts';
@@ -38,7 +38,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * delegates racing for one idle session exactly one gets it; the other waits, and gives up with
  * `session_busy`.
  */
-export async function claimIdleSession(ctx: SessionContext, name: string, jobId: string, waitMs: number): Promise<SessionRecord> {
+export async function claimIdleSession(
+  ctx: SessionContext,
+  name: string,
+  jobId: string,
+  waitMs: number,
+  cancelled: () => boolean = () => false,
+): Promise<SessionRecord> {
   const deadline = Date.now() + waitMs;
   // A dead pane is found before anything is typed into it.
   await reconcileSession(ctx, ctx.store.read(name));
@@ -49,6 +55,7 @@ export async function claimIdleSession(ctx: SessionContext, name: string, jobId:
       return { ...s, idle: false, current_job: jobId, last_event: sessionEvent('job_delivered', jobId) };
     });
     if (r.current_job === jobId) return r;
+    if (cancelled()) throw new SessionUnavailable('session_busy', `job ${jobId} was cancelled while session ${name} was busy`);
     if (Date.now() >= deadline) {
       const holding = r.current_job === null ? 'not idle yet' : `busy with job ${r.current_job}`;
       throw new SessionUnavailable('session_busy', `session ${name} is ${holding} after ${(waitMs / 1000).toFixed(1)} s`);
@@ -104,11 +111,16 @@ export class SessionJobAgent {
   }
 
   /** Claims the session, types the job in, and watches the session. Throws SessionUnavailable before anything is typed. */
-  static async deliver(ctx: SessionContext, name: string, record: JobRecord, waitMs: number): Promise<SessionJobAgent> {
-    const session = await claimIdleSession(ctx, name, record.job_id, waitMs);
+  static async deliver(ctx: SessionContext, name: string, record: JobRecord, waitMs: number, cancelled: () => boolean = () => false): Promise<SessionJobAgent> {
+    const session = await claimIdleSession(ctx, name, record.job_id, waitMs, cancelled);
+    if (cancelled()) {
+      // Cancelled (SIGINT) while it waited: the session is handed back untouched, nothing is typed.
+      await ctx.store.update(name, (r) => (r.current_job === record.job_id ? { ...r, idle: true, current_job: null } : undefined));
+      throw new SessionUnavailable('session_busy', `job ${record.job_id} was cancelled before delivery`);
+    }
     const text = deliveryText(ctx, session, record);
     try {
-      await typeIntoSession(session.pane_id!, text, name, ctx.server);
+      await typeIntoSession(session.pane_id!, text, name, serverOf(session, ctx.server));
     } catch (err) {
       // The pane went between the claim and the typing: the session is dead, the job never reached it.
       await markTerminated(ctx, name, session.generation, `typing the job failed: ${(err as Error).message}`);
@@ -125,7 +137,8 @@ export class SessionJobAgent {
   private async check(): Promise<void> {
     if (this.done) return;
     const { tmux_session, pane_id, pane_pid } = this.session;
-    const health = await sessionPaneHealth(tmux_session!, pane_id!, pane_pid, this.ctx.server).catch(() => ({ alive: true }) as const);
+    const server = serverOf(this.session, this.ctx.server);
+    const health = await sessionPaneHealth(tmux_session!, pane_id!, pane_pid, server).catch(() => ({ alive: true }) as const);
     if (this.done) return;
     if (health.alive) return this.schedule();
     this.exitDetail = `session_terminated: session ${this.session.name}: ${health.why}`;

@@ -132,6 +132,21 @@ export async function killSessionPane(tmuxSession: string, pid: number | null, s
   await runTmux(['kill-session', '-t', `=${tmuxSession}`], server).catch(() => undefined);
 }
 
+/**
+ * The tmux server a session's pane is on: the one whose socket the record names, whatever server the
+ * current command would reach by default (it may run inside another tmux, with its own $TMUX). A
+ * client given `$TMUX` talks to that socket, as a client run inside that server would.
+ */
+export function serverOf(record: { tmux_socket?: string | null | undefined }, base: TmuxServer = {}): TmuxServer {
+  if (!record.tmux_socket) return base;
+  return { env: { ...(base.env ?? process.env), TMUX: `${record.tmux_socket},0,0` } };
+}
+
+/** Closes a session whose agent is known to have ended: no signal, whose pid may belong to another process by now. */
+export async function closeDeadSessionPane(tmuxSession: string, server: TmuxServer = {}): Promise<void> {
+  await runTmux(['kill-session', '-t', `=${tmuxSession}`], server).catch(() => undefined);
+}
+
 export function sessionAttachCommand(tmuxSession: string, socketPath: string | null | undefined, server: TmuxServer = {}): string {
   return socketPath ? attachCommandFor(tmuxSession, socketPath, server.env) : `tmux attach -t ${tmuxSession}`;
 }

@@ -44,7 +44,7 @@ export class SessionStore {
   readonly dir: string;
   readonly logDir: string;
 
-  constructor(registry: Pick<Registry, 'paths'>) {
+  constructor(registry: { paths: Pick<Registry['paths'], 'registryDir' | 'logDir'> }) {
     this.dir = path.join(registry.paths.registryDir, 'sessions');
     this.logDir = path.join(registry.paths.logDir, 'sessions');
   }

@@ -1,13 +1,13 @@
 import { lstatSync, rmSync } from 'node:fs';
 import type { MamConfig } from '../config/config.ts';
 import { MamError, NoSuchJob } from '../errors.ts';
-import type { TmuxServer } from '../panes/tmux-client.ts';
+import { type TmuxServer, runTmux } from '../panes/tmux-client.ts';
 import { closeJob } from '../publisher/close-state.ts';
 import { ensureOwnDir, writePrivateFileSync } from '../registry/record-store.ts';
 import type { Registry } from '../registry/registry.ts';
 import { isTerminalStatus } from '../vocabulary.ts';
 import { sessionEnvironment, sessionLaunch } from './session-launch.ts';
-import { envHandedOver, killSessionPane, sessionPaneHealth, startSessionPane } from './session-pane.ts';
+import { closeDeadSessionPane, envHandedOver, killSessionPane, serverOf, sessionPaneHealth, startSessionPane } from './session-pane.ts';
 import type { SessionAgent, SessionRecord } from './session-record.ts';
 import { SessionRefused, type SessionStore, sessionEvent } from './session-store.ts';
 
@@ -40,6 +40,7 @@ export interface CreateSessionInput {
  * is kept: resume it, or purge it first); a terminated or archived one is replaced.
  */
 export async function createSession(ctx: SessionContext, input: CreateSessionInput): Promise<SessionRecord> {
+  await assertTmux(ctx);
   await ctx.store.withLock(input.name, async () => {
     const old = ctx.store.find(input.name);
     if (old?.state === 'running' && (await isAlive(ctx, old))) throw new SessionRefused(input.name, 'is running (mam session stop it first)');
@@ -74,6 +75,7 @@ export async function createSession(ctx: SessionContext, input: CreateSessionInp
  * agent CLI's own resume and the session id its SessionStart hook gave. A purged one cannot be.
  */
 export async function resumeSession(ctx: SessionContext, name: string, readyTimeoutMs = DEFAULT_READY_TIMEOUT_MS): Promise<SessionRecord> {
+  await assertTmux(ctx);
   await ctx.store.withLock(name, async () => {
     const r = ctx.store.read(name);
     if (r.state === 'running' && (await isAlive(ctx, r))) throw new SessionRefused(name, 'is running already');
@@ -93,6 +95,11 @@ export async function resumeSession(ctx: SessionContext, name: string, readyTime
     await launch(ctx, next, { agentSessionId: r.agent_session_id });
   });
   return awaitReady(ctx, name, readyTimeoutMs);
+}
+
+/** tmux is asked for its version first: a machine without it gets TmuxMissing before anything is written. */
+async function assertTmux(ctx: SessionContext): Promise<void> {
+  await runTmux(['-V'], ctx.server ?? {});
 }
 
 /** Under the session's lock: writes the launch files, starts the pane, writes the running record. */
@@ -147,7 +154,7 @@ async function awaitReady(ctx: SessionContext, name: string, timeoutMs: number):
 
 async function isAlive(ctx: SessionContext, r: SessionRecord): Promise<boolean> {
   if (r.tmux_session === null || r.pane_id === null) return false;
-  return (await sessionPaneHealth(r.tmux_session, r.pane_id, r.pane_pid, ctx.server)).alive;
+  return (await sessionPaneHealth(r.tmux_session, r.pane_id, r.pane_pid, serverOf(r, ctx.server))).alive;
 }
 
 /**
@@ -159,7 +166,11 @@ async function isAlive(ctx: SessionContext, r: SessionRecord): Promise<boolean> 
 export async function stopSession(ctx: SessionContext, name: string, purge: boolean): Promise<SessionRecord> {
   return ctx.store.update(name, async (r) => {
     if (r.state === 'archived') throw new SessionRefused(name, 'is archived');
-    if (r.state === 'running' && r.tmux_session !== null) await killSessionPane(r.tmux_session, r.pane_pid, ctx.server);
+    if (r.state === 'running' && r.tmux_session !== null) {
+      // Signals only to an agent still alive: a dead one's pid may be another process's by now.
+      if (await isAlive(ctx, r)) await killSessionPane(r.tmux_session, r.pane_pid, serverOf(r, ctx.server));
+      else await closeDeadSessionPane(r.tmux_session, serverOf(r, ctx.server));
+    }
     if (r.current_job !== null) await closeHeldJob(ctx, r.current_job, 'cancelled', 'session_stopped');
     const stopped = { ...r, idle: false, current_job: null, tmux_session: null, pane_id: null, pane_pid: null };
     if (!purge) {
@@ -207,7 +218,7 @@ async function closeHeldJob(ctx: SessionContext, jobId: string, request: 'cancel
  */
 export async function reconcileSession(ctx: SessionContext, seen: SessionRecord): Promise<SessionRecord> {
   if (seen.state !== 'running' || seen.tmux_session === null || seen.pane_id === null) return seen;
-  const health = await sessionPaneHealth(seen.tmux_session, seen.pane_id, seen.pane_pid, ctx.server);
+  const health = await sessionPaneHealth(seen.tmux_session, seen.pane_id, seen.pane_pid, serverOf(seen, ctx.server));
   if (health.alive) return seen;
   return markTerminated(ctx, seen.name, seen.generation, health.why);
 }
@@ -218,7 +229,7 @@ export async function markTerminated(ctx: SessionContext, name: string, generati
     if (r.state !== 'running' || r.generation !== generation) return undefined;
     if (r.current_job !== null) await closeHeldJob(ctx, r.current_job, 'error', `session_terminated: session ${name}: ${why}`);
     // A dead pane stays (remain-on-exit) until someone closes it: the record keeps why, the pane goes.
-    if (r.tmux_session !== null) await killSessionPane(r.tmux_session, r.pane_pid, ctx.server, 0);
+    if (r.tmux_session !== null) await closeDeadSessionPane(r.tmux_session, serverOf(r, ctx.server));
     return { ...r, state: 'terminated', idle: false, current_job: null, detail: why, last_event: sessionEvent('terminated', why) };
   });
 }
