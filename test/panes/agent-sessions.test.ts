@@ -97,8 +97,22 @@ describeWithTmux('named agent sessions', () => {
     expect(jobRecord(w.ws.root, id)).toMatchObject({ status: 'cancelled', detail: 'session_busy', agent_session: 'b1' });
     const done = await long;
     expect(done.code, done.stderr).toBe(0);
-    // The cancelled job never reached the agent.
+    // The cancelled job never reached the agent, and its watcher printed nothing.
     expect(w.turns().map((t) => t.brief)).toEqual(['sleep:3000']);
+    const shown = await w.mam(['show', '--job', id, '--events']);
+    expect(shown).toMatchObject({ code: 0, stdout: '' });
+    expect(shown.stderr).toBe(`warning: job ${id}: no watcher output kept (it was not run by mam delegate)\n`);
+
+    // The agent itself dies mid-job (its process exits 3): the delegate sees it, the job is an error.
+    const crash = await w.mam(['delegate', '--json', '--session', 'b1', '--brief', 'crash']);
+    expect(crash.code, crash.stderr).toBe(1);
+    expect(jobRecord(w.ws.root, registeredJob(crash.stderr))).toMatchObject({
+      status: 'error',
+      detail: 'session_terminated: session b1: its agent exited with code 3',
+    });
+    const table = await w.mam(['session', 'list']);
+    expect(table.stdout.split('\n')[0]).toMatch(/^NAME\s+STATE\s+AGENT\s+PANE\s+JOB\s+DONE\s+LAST EVENT$/);
+    expect(table.stdout.split('\n')[1]).toMatch(/^b1\s+terminated\s+claude\s+-\s+-\s+1\s+terminated \S+Z its agent exited with code 3$/);
   });
 
   it('two delegates racing for one idle session: exactly one delivers, the other exits 5 (session_busy)', { timeout: 60_000 }, async () => {

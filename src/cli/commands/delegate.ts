@@ -76,7 +76,7 @@ export const delegateCommand = defineCommand({
   parse(raw) {
     const opts = parseOptions(delegateOptions, raw);
     const chosen = [opts.agent, opts.exec, opts.remote, opts.session].filter((v) => v !== undefined).length;
-    if (chosen !== 1) throw new UsageError('exactly one of --agent, --exec, --remote and --session is required');
+    if (chosen !== 1) throw new UsageError('exactly one of --agent, --exec and --remote is required (or --session)');
     if (opts.pane !== undefined && (opts.remote !== undefined || opts.session !== undefined))
       throw new UsageError('--pane: only for a local agent (--agent or --exec)');
     if (opts.waitIdle !== undefined && opts.session === undefined) throw new UsageError('--wait-idle: only with --session');

@@ -98,6 +98,8 @@ export class SessionJobAgent {
   private resolveExit!: (exit: AgentExit) => void;
   private timer: NodeJS.Timeout | undefined;
   private done = false;
+  /** The terminated mark in flight: the delegate's process must not end before it is written. */
+  private marking: Promise<void> | undefined;
 
   constructor(
     private readonly ctx: SessionContext,
@@ -143,7 +145,11 @@ export class SessionJobAgent {
     if (health.alive) return this.schedule();
     this.exitDetail = `session_terminated: session ${this.session.name}: ${health.why}`;
     // The session is marked terminated and its job closed `error` with why, by whoever sees it first.
-    await markTerminated(this.ctx, this.session.name, this.session.generation, health.why).catch(() => undefined);
+    this.marking = markTerminated(this.ctx, this.session.name, this.session.generation, health.why).then(
+      () => undefined,
+      () => undefined,
+    );
+    await this.marking;
     this.finish({ code: null, signal: 'SIGHUP' });
   }
 
@@ -156,6 +162,7 @@ export class SessionJobAgent {
 
   /** Stops watching; the agent and its session go on. */
   async stop(): Promise<AgentExit> {
+    await this.marking;
     if (!this.done) {
       if (this.freeOnStop)
         await this.ctx.store

@@ -100,7 +100,19 @@ export type SessionPaneHealth = { alive: true } | { alive: false; why: string };
  * `exec`s it), so a pid that ended is an ended agent even before tmux marks the pane dead.
  */
 export async function sessionPaneHealth(tmuxSession: string, paneId: string, pid: number | null, server: TmuxServer = {}): Promise<SessionPaneHealth> {
-  const state: PaneState | 'gone' = await paneState(tmuxSession, paneId, server);
+  let state: PaneState | 'gone' = await paneState(tmuxSession, paneId, server);
+  // An agent that just ended: tmux may not have marked its pane dead yet, or (tmux 3.3, see
+  // TmuxPane.check) marked it dead without the exit status until another child of the server exits.
+  // A few more looks, a run-shell to make the server reap, so the status goes into the record.
+  for (
+    let look = 0;
+    look < 10 && state !== 'gone' && (state.dead ? state.status === null && state.signal === null : pid !== null && !processRuns(pid));
+    look++
+  ) {
+    await runTmux(['run-shell', 'true'], server).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 50));
+    state = await paneState(tmuxSession, paneId, server);
+  }
   if (state === 'gone') return { alive: false, why: `tmux pane ${paneId} of ${tmuxSession} is gone` };
   if (state.dead) {
     const how = state.signal ? `killed by ${state.signal}` : state.status === null ? 'ended' : `exited with code ${state.status}`;
