@@ -1,8 +1,8 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { beforeAll, expect, it } from 'vitest';
+import { beforeAll, expect, it, onTestFinished } from 'vitest';
 import { type TestBroker, startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
-import { runBinAsync } from '../helpers/cli.ts';
+import { makeWorkspace, runBinAsync } from '../helpers/cli.ts';
 import { tempDirForTest } from '../helpers/temp-dir.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { printedEvents, registeredJob, sessionWorld } from './session-fixtures.ts';
@@ -200,3 +200,11 @@ function readSession(root: string): Record<string, unknown> {
   const [file] = readdirSync(dir).filter((f) => f.endsWith('.json'));
   return JSON.parse(readFileSync(path.join(dir, file!), 'utf8'));
 }
+
+it('mam session create without tmux: one line saying what to install, exit 1, nothing written', async () => {
+  const ws = makeWorkspace({ PATH: tempDirForTest('mam-empty-path-') });
+  onTestFinished(() => ws.cleanup());
+  const r = await runBinAsync('mam', ['session', 'create', '--name', 'n1', '--agent', 'shell'], ws);
+  expect(r).toMatchObject({ code: 1, stdout: '', stderr: 'ERROR: mam session: tmux is not installed (apt install tmux)\n' });
+  expect(existsSync(path.join(ws.root, '.mam', 'jobs', 'sessions'))).toBe(false);
+});

@@ -1,7 +1,7 @@
 import { lstatSync, rmSync } from 'node:fs';
 import type { MamConfig } from '../config/config.ts';
 import { MamError, NoSuchJob } from '../errors.ts';
-import { type TmuxServer, runTmux } from '../panes/tmux-client.ts';
+import { type TmuxServer, TmuxMissing, runTmux } from '../panes/tmux-client.ts';
 import { closeJob } from '../publisher/close-state.ts';
 import { ensureOwnDir, writePrivateFileSync } from '../registry/record-store.ts';
 import type { Registry } from '../registry/registry.ts';
@@ -99,7 +99,12 @@ export async function resumeSession(ctx: SessionContext, name: string, readyTime
 
 /** tmux is asked for its version first: a machine without it gets TmuxMissing before anything is written. */
 async function assertTmux(ctx: SessionContext): Promise<void> {
-  await runTmux(['-V'], ctx.server ?? {});
+  try {
+    await runTmux(['-V'], ctx.server ?? {});
+  } catch (err) {
+    if (err instanceof TmuxMissing) throw new MamError('mam session: tmux is not installed (apt install tmux)');
+    throw err;
+  }
 }
 
 /** Under the session's lock: writes the launch files, starts the pane, writes the running record. */
