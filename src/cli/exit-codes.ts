@@ -5,8 +5,7 @@ import { NoSuchJob, NothingPickable, TransitionRefused, UsageError } from '../co
 import { BrokerError } from '../core/mqtt/broker-errors.ts';
 import { NotDelivered } from '../core/publisher/not-delivered.ts';
 import type { RunnerOutcome } from '../core/remote/runner.ts';
-import { SessionUnavailable } from '../core/sessions/session-delivery.ts';
-import { NoSuchSession, SessionRefused } from '../core/sessions/session-store.ts';
+import { NoSuchSession, SessionRefused, SessionUnavailable } from '../core/sessions/session-errors.ts';
 import type { WatchOutcome } from '../core/subscriber/subscriber.ts';
 
 /**

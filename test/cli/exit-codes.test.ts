@@ -14,8 +14,7 @@ import {
   UsageError,
 } from '../../src/core/errors.ts';
 import { BrokerRefusedConnection, BrokerUnreachable, SubscriptionRefused } from '../../src/core/mqtt/broker-errors.ts';
-import { SessionUnavailable } from '../../src/core/sessions/session-delivery.ts';
-import { NoSuchSession, SessionRefused } from '../../src/core/sessions/session-store.ts';
+import { NoSuchSession, SessionRefused, SessionUnavailable } from '../../src/core/sessions/session-errors.ts';
 import type { WatchOutcome } from '../../src/core/subscriber/subscriber.ts';
 
 /** The one map from the core's errors and outcomes to the contract's exit codes (§1). */

@@ -10,7 +10,7 @@ import { Subscriber, type SubscribeOptions, type WatchOutcome } from '../subscri
 import { type CloseRequest, type TerminalStatus, isTerminalStatus, terminalStatusOf } from '../vocabulary.ts';
 import { brokerAnswers } from './broker-probe.ts';
 import { appendLine } from '../registry/record-store.ts';
-import { SessionUnavailable } from '../sessions/session-delivery.ts';
+import { SessionUnavailable } from '../sessions/session-errors.ts';
 import { jsonLine } from '../subscriber/output.ts';
 
 /** A running agent, as a process or in a tmux pane: both end and are stopped the same way. */

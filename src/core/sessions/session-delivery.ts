@@ -2,7 +2,6 @@ import path from 'node:path';
 import { launchPaths, jobEnvironment } from '../agents/agent-launch.ts';
 import { agentPrompt } from '../agents/preamble.ts';
 import { shellQuote } from '../bin-path.ts';
-import { MamError } from '../errors.ts';
 import type { JobRecord } from '../registry/job-record.ts';
 import { ensureOwnDir, writePrivateFileSync } from '../registry/record-store.ts';
 import type { AgentExit } from '../remote/agent-process.ts';
@@ -11,24 +10,10 @@ import { serverOf, sessionPaneHealth, typeIntoSession } from './session-pane.ts'
 import type { SessionRecord } from './session-record.ts';
 import { type SessionContext, markTerminated, reconcileSession } from './sessions.ts';
 import { sessionEvent } from './session-store.ts';
+import { SessionUnavailable } from './session-errors.ts';
 
 /** How long a delegate waits for a busy session to become idle before it gives the job up (`--wait-idle`). */
 export const DEFAULT_WAIT_IDLE_MS = 5_000;
-
-/**
- * The job could not be handed to the session, and never reached it: `session_busy` (the idle
- * handshake did not succeed in time) or `session_not_running` (stopped, terminated, its pane dead).
- * The delegate closes the job `cancelled` with that detail and exits 5, so an orchestrator can
- * schedule it again without fear of running it twice.
- */
-export class SessionUnavailable extends MamError {
-  constructor(
-    readonly reason: 'session_busy' | 'session_not_running',
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -1,28 +1,12 @@
 import { closeSync, constants, openSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { CorruptRecord, MamError } from '../errors.ts';
+import { NoSuchSession } from './session-errors.ts';
 import { NO_FOLLOW, isSymlinkRefusal } from '../private-places.ts';
 import { withDirLock } from '../registry/lock.ts';
 import { ensureDir, writeJsonAtomic } from '../registry/record-store.ts';
 import type { Registry } from '../registry/registry.ts';
 import { type SessionRecord, assertSessionName, sessionRecordSchema } from './session-record.ts';
-
-/** No record of that session (exit 66, as a job that does not exist). */
-export class NoSuchSession extends MamError {
-  constructor(readonly session: string) {
-    super(`no such session: ${session}`);
-  }
-}
-
-/** What a session's state forbids (create over a live one, resume of a running one…): exit 5. */
-export class SessionRefused extends MamError {
-  constructor(
-    readonly session: string,
-    why: string,
-  ) {
-    super(`refused: session ${session}: ${why}`);
-  }
-}
 
 /**
  * Session records: `<registry>/sessions/<name>.json`, one file a session, each written atomically

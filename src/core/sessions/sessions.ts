@@ -9,7 +9,8 @@ import { isTerminalStatus } from '../vocabulary.ts';
 import { sessionEnvironment, sessionLaunch } from './session-launch.ts';
 import { closeDeadSessionPane, envHandedOver, killSessionPane, serverOf, sessionPaneHealth, startSessionPane } from './session-pane.ts';
 import type { SessionAgent, SessionRecord } from './session-record.ts';
-import { SessionRefused, type SessionStore, sessionEvent } from './session-store.ts';
+import { SessionRefused } from './session-errors.ts';
+import { type SessionStore, sessionEvent } from './session-store.ts';
 
 /** Everything a session operation needs: where records live, which broker, which tmux server. */
 export interface SessionContext {
