@@ -178,6 +178,29 @@ describeWithTmux('named agent sessions', () => {
     expect((await running).code).toBe(1);
   });
 
+  it("Gemini (no hooks MAM sets): idle at once, each job's end frees the session, resume takes the latest conversation", { timeout: 60_000 }, async () => {
+    const w = sessionWorld(broker);
+    const created = await w.mam(['session', 'create', '--name', 'g1', '--agent', 'gemini']);
+    expect(created.code, created.stderr).toBe(0);
+    expect(JSON.parse(created.stdout)).toMatchObject({ idle: true, agent_session_id: null });
+    // No hook says when Gemini is up: MAM types at once, and the stand-in must be reading by then.
+    expect(await waitUntil(() => w.starts().length === 1, 10_000)).toBe(true);
+    for (const brief of ['one', 'two']) {
+      const r = await w.mam(['delegate', '--json', '--session', 'g1', '--brief', brief]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(printedEvents(r.stdout)).toEqual(['started', 'completed']);
+    }
+    expect((await w.list())[0]).toMatchObject({ state: 'running', idle: true, jobs_done: 2 });
+    expect((await w.mam(['session', 'stop', 'g1'])).code).toBe(0);
+    expect((await w.mam(['session', 'resume', 'g1'])).code).toBe(0);
+    expect(await waitUntil(() => w.starts().length === 2, 10_000)).toBe(true);
+    expect(w.starts()[1]!.argv).toEqual(['--resume', 'latest']);
+    const three = await w.mam(['delegate', '--json', '--session', 'g1', '--brief', 'three']);
+    expect(three.code, three.stderr).toBe(0);
+    expect(w.turns().at(-1)).toMatchObject({ turn: 3, brief: 'three' });
+    expect((await w.mam(['session', 'stop', 'g1'])).code).toBe(0);
+  });
+
   it('Codex: resume passes the session id from its SessionStart hook to `codex resume <id>`', { timeout: 60_000 }, async () => {
     const w = sessionWorld(broker);
     const created = await w.mam(['session', 'create', '--name', 'x1', '--agent', 'codex']);

@@ -38,7 +38,7 @@ export function sessionWorld(broker: TestBroker): SessionWorld {
   const stateDir = path.join(dir, 'state');
   mkdirSync(bin);
   mkdirSync(stateDir);
-  for (const as of ['claude', 'codex']) {
+  for (const as of ['claude', 'codex', 'gemini']) {
     const file = path.join(bin, as);
     writeFileSync(file, `#!/bin/sh\nSTAND_IN_AS=${as} exec ${shellQuote(process.execPath)} ${shellQuote(STAND_IN_SESSION_AGENT)} "$@"\n`);
     chmodSync(file, 0o755);

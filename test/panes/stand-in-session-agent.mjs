@@ -7,10 +7,11 @@
 //
 // Its conversation is a transcript file per session id in STAND_IN_STATE_DIR: `--resume <id>`
 // (Claude) / `resume <id>` (Codex) go on with it, `--continue` / `resume --last` take the latest.
-// A turn's brief is the prompt's last line: `sleep:<ms>` makes the turn last that long, `crash`
+// As `gemini` (for which MAM sets no hooks) it runs the preamble's `started` and `completed` commands
+// itself, as an obedient agent does. A turn's brief is the prompt's last line: `sleep:<ms>` makes the turn last that long, `crash`
 // makes the agent exit 3 mid-turn.
 //
-// STAND_IN_ARGV_OUT  one JSON line per start: {as, argv, pid}
+// STAND_IN_ARGV_OUT  one JSON line per start, once its terminal is set up: {as, argv, pid}
 // STAND_IN_LOG       one JSON line per turn: {pid, session_id, turn, history, brief}
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -20,7 +21,6 @@ import path from 'node:path';
 const env = process.env;
 const as = env.STAND_IN_AS ?? 'claude';
 const argv = process.argv.slice(2);
-if (env.STAND_IN_ARGV_OUT) appendFileSync(env.STAND_IN_ARGV_OUT, `${JSON.stringify({ as, argv, pid: process.pid })}\n`);
 const stateDir = env.STAND_IN_STATE_DIR;
 const after = (flag) => {
   const i = argv.indexOf(flag);
@@ -49,6 +49,8 @@ let sessionId;
 let source = 'startup';
 if (as === 'claude' && after('--resume')) [sessionId, source] = [after('--resume'), 'resume'];
 else if (as === 'claude' && argv.includes('--continue')) [sessionId, source] = [readFileSync(path.join(stateDir, 'last'), 'utf8'), 'resume'];
+else if (as === 'gemini' && after('--resume'))
+  [sessionId, source] = [after('--resume') === 'latest' ? readFileSync(path.join(stateDir, 'last'), 'utf8') : after('--resume'), 'resume'];
 else if (as === 'codex' && argv[0] === 'resume')
   [sessionId, source] = [argv[1] === '--last' ? readFileSync(path.join(stateDir, 'last'), 'utf8') : argv[1], 'resume'];
 else sessionId = randomUUID();
@@ -82,6 +84,11 @@ function turn(prompt) {
   const brief = prompt.trimEnd().split('\n').at(-1);
   if (env.STAND_IN_LOG) appendFileSync(env.STAND_IN_LOG, `${JSON.stringify({ pid: process.pid, session_id: sessionId, turn: history(), brief })}\n`);
   if (brief === 'crash') process.exit(3);
+  if (as === 'gemini')
+    for (const event of ['started', 'completed']) {
+      const line = prompt.split('\n').find((l) => l.includes(`--event ${event} `));
+      spawnSync('sh', ['-c', line.trim().replace(/"<[^>]*>"/, '"done by the stand-in"')], { stdio: ['ignore', 'ignore', 'inherit'] });
+    }
   const sleep = /^sleep:(\d+)$/.exec(brief);
   setTimeout(
     () => {
@@ -129,7 +136,10 @@ function next() {
 }
 process.stdin.setRawMode(true);
 // Ready once the terminal is in paste mode: only then does SessionStart say so.
-process.stdout.write('\x1b[?2004h', () => fire('SessionStart', { source, model: 'stand-in' }));
+process.stdout.write('\x1b[?2004h', () => {
+  if (env.STAND_IN_ARGV_OUT) appendFileSync(env.STAND_IN_ARGV_OUT, `${JSON.stringify({ as, argv, pid: process.pid })}\n`);
+  fire('SessionStart', { source, model: 'stand-in' });
+});
 process.stdin.setEncoding('utf8').on('data', (chunk) => {
   input += chunk;
   next();

@@ -10,7 +10,7 @@ import { serverOf, sessionPaneHealth, typeIntoSession } from './session-pane.ts'
 import type { SessionRecord } from './session-record.ts';
 import { type SessionContext, markTerminated, reconcileSession } from './sessions.ts';
 import { sessionEvent } from './session-store.ts';
-import { SessionUnavailable } from './session-errors.ts';
+import { NoSuchSession, SessionUnavailable } from './session-errors.ts';
 
 /** How long a delegate waits for a busy session to become idle before it gives the job up (`--wait-idle`). */
 export const DEFAULT_WAIT_IDLE_MS = 5_000;
@@ -99,7 +99,14 @@ export class SessionJobAgent {
 
   /** Claims the session, types the job in, and watches the session. Throws SessionUnavailable before anything is typed. */
   static async deliver(ctx: SessionContext, name: string, record: JobRecord, waitMs: number, cancelled: () => boolean = () => false): Promise<SessionJobAgent> {
-    const session = await claimIdleSession(ctx, name, record.job_id, waitMs, cancelled);
+    let session: SessionRecord;
+    try {
+      session = await claimIdleSession(ctx, name, record.job_id, waitMs, cancelled);
+    } catch (err) {
+      // Its record removed since the delegate started: as good as not running.
+      if (err instanceof NoSuchSession) throw new SessionUnavailable('session_not_running', err.message);
+      throw err;
+    }
     if (cancelled()) {
       // Cancelled (SIGINT) while it waited: the session is handed back untouched, nothing is typed.
       await ctx.store.update(name, (r) => (r.current_job === record.job_id ? { ...r, idle: true, current_job: null } : undefined));
