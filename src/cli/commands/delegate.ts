@@ -49,7 +49,7 @@ async function sessionDeliverer(config: MamConfig, registry: Registry, name: str
   ]);
   const store = new SessionStore(registry);
   store.read(name);
-  const ctx = { config, registry, store, warn };
+  const ctx = { config, registry, store, server: { env: process.env }, warn };
   const waitMs = waitIdleSec === undefined ? DEFAULT_WAIT_IDLE_MS : waitIdleSec * 1000;
   return async (record, cancelled) => {
     const agent = await SessionJobAgent.deliver(ctx, name, record, waitMs, cancelled);

@@ -16,7 +16,7 @@ import { defineCommand, registryOption } from '../program.ts';
 async function sessionContext(opts: { registry?: string | undefined }) {
   const { config, registry } = loadContext(opts);
   const [{ SessionStore }, sessions] = await Promise.all([import('../../core/sessions/session-store.ts'), import('../../core/sessions/sessions.ts')]);
-  return { ctx: { config, registry, store: new SessionStore(registry), warn }, sessions };
+  return { ctx: { config, registry, store: new SessionStore(registry), server: { env: process.env }, warn }, sessions };
 }
 
 const readyFlag = z.optional(secondsFlag);

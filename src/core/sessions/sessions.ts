@@ -17,6 +17,7 @@ export interface SessionContext {
   config: MamConfig;
   registry: Registry;
   store: SessionStore;
+  /** The command's environment: which tmux server it reaches, and what the agent's environment starts from. */
   server?: TmuxServer | undefined;
   /** Warnings a command prints (a close not told to watchers). */
   warn?: ((message: string) => void) | undefined;
@@ -120,7 +121,8 @@ async function launch(ctx: SessionContext, record: SessionRecord, resume: { agen
     pane = await startSessionPane({
       name: record.name,
       command: plan.command,
-      env: { ...process.env, ...sessionEnvironment(ctx.config, ctx.registry, record.name) },
+      // The agent's environment is the command's (its PATH, its HOME), plus where the registry and broker are.
+      env: { ...(ctx.server?.env ?? process.env), ...sessionEnvironment(ctx.config, ctx.registry, record.name) },
       cwd: record.workdir,
       privateDir,
       server: ctx.server,
