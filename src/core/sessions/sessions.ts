@@ -172,20 +172,18 @@ async function isAlive(ctx: SessionContext, r: SessionRecord): Promise<boolean> 
  * `terminated`: the id forgotten and the transcript its SessionStart hook named deleted.
  */
 export async function stopSession(ctx: SessionContext, name: string, purge: boolean): Promise<SessionRecord> {
-  return ctx.store.update(name, async (r) => {
+  let before: SessionRecord | undefined;
+  // The record first, under the lock: from here no delegate delivers and no hook changes it. The
+  // agent is stopped after the lock is released, because its own hooks (Claude runs them as it
+  // exits) wait for that lock, and the agent for them.
+  const after = await ctx.store.update(name, (r) => {
     if (r.state === 'archived') throw new SessionRefused(name, 'is archived');
-    if (r.state === 'running' && r.tmux_session !== null) {
-      // Signals only to an agent still alive: a dead one's pid may be another process's by now.
-      if (await isAlive(ctx, r)) await killSessionPane(r.tmux_session, r.pane_pid, serverOf(r, ctx.server));
-      else await closeDeadSessionPane(r.tmux_session, serverOf(r, ctx.server));
-    }
-    if (r.current_job !== null) await closeHeldJob(ctx, r.current_job, 'cancelled', 'session_stopped');
+    before = r;
     const stopped = { ...r, idle: false, current_job: null, tmux_session: null, pane_id: null, pane_pid: null };
     if (!purge) {
       if (r.state !== 'running') return undefined;
       return { ...stopped, state: 'stopped', detail: 'stopped', last_event: sessionEvent('stopped') };
     }
-    if (r.transcript_path) removeTranscript(r.transcript_path);
     return {
       ...stopped,
       state: 'terminated',
@@ -195,6 +193,15 @@ export async function stopSession(ctx: SessionContext, name: string, purge: bool
       last_event: sessionEvent('purged'),
     };
   });
+  const r = before!;
+  if (r.state === 'running' && r.tmux_session !== null) {
+    // Signals only to an agent still alive: a dead one's pid may be another process's by now.
+    if (await isAlive(ctx, r)) await killSessionPane(r.tmux_session, r.pane_pid, serverOf(r, ctx.server));
+    else await closeDeadSessionPane(r.tmux_session, serverOf(r, ctx.server));
+  }
+  if (r.current_job !== null) await closeHeldJob(ctx, r.current_job, 'cancelled', 'session_stopped');
+  if (purge && r.transcript_path) removeTranscript(r.transcript_path);
+  return after;
 }
 
 /** Only a regular file, never through a symbolic link: the path came from a hook payload. */
