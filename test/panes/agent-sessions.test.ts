@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, expect, it, onTestFinished } from 'vitest';
 import { type TestBroker, startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
@@ -82,6 +82,8 @@ describeWithTmux('named agent sessions', () => {
     const again = await w.mam(['session', 'resume', 'c1']);
     expect(again.code).toBe(5);
     expect(again.stderr).toMatch(/^ERROR: refused: session c1: has no conversation to resume/);
+    // Everything sessions wrote under .mam is the user's alone, as the job records are (contract §7).
+    expect(loosePlaces(path.join(w.ws.root, '.mam'))).toEqual([]);
   });
 
   it('a busy session: the next delegate gives up after --wait-idle with exit 5 and a cancelled/session_busy job', { timeout: 60_000 }, async () => {
@@ -217,6 +219,17 @@ describeWithTmux('named agent sessions', () => {
     expect((await w.mam(['session', 'stop', 'x1'])).code).toBe(0);
   });
 });
+
+/** Files under `dir` not 0600 and folders not 0700, as `path mode` lines. */
+function loosePlaces(dir: string): string[] {
+  const loose: string[] = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    const file = path.join(entry.parentPath, entry.name);
+    const mode = statSync(file).mode & 0o777;
+    if (mode !== (entry.isDirectory() ? 0o700 : 0o600)) loose.push(`${path.relative(dir, file)} ${mode.toString(8)}`);
+  }
+  return loose;
+}
 
 function readSession(root: string): Record<string, unknown> {
   const dir = path.join(root, '.mam', 'jobs', 'sessions');
