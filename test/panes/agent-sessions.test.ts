@@ -3,6 +3,7 @@ import path from 'node:path';
 import { beforeAll, expect, it, onTestFinished } from 'vitest';
 import { type TestBroker, startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
 import { makeWorkspace, runBinAsync } from '../helpers/cli.ts';
+import { spawnBin } from '../core/registry/fixtures/processes.ts';
 import { tempDirForTest } from '../helpers/temp-dir.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { printedEvents, registeredJob, sessionWorld } from './session-fixtures.ts';
@@ -163,6 +164,24 @@ describeWithTmux('named agent sessions', () => {
     expect(jobRecord(w.ws.root, held)).toMatchObject({ status: 'error' });
     expect(String(jobRecord(w.ws.root, held).detail)).toMatch(/^session_terminated: session sh1: tmux pane %\d+ of mam-session-sh1 is gone$/);
     expect((await w.list())[0]).toMatchObject({ state: 'terminated', current_job: null, idle: false });
+  });
+
+  it('a delegate killed -9 mid-job: the turn still ends through the hooks, the job gets its outcome, the session takes the next job', {
+    timeout: 60_000,
+  }, async () => {
+    const w = sessionWorld(broker);
+    expect((await w.mam(['session', 'create', '--name', 'k1', '--agent', 'claude'])).code).toBe(0);
+    const delegate = spawnBin('mam', ['delegate', '--json', '--session', 'k1', '--brief', 'sleep:1500'], w.ws);
+    expect(await waitUntil(() => w.turns().length === 1, 20_000)).toBe(true);
+    const held = readSession(w.ws.root).current_job as string;
+    expect(delegate.kill()).toBe(true);
+    expect((await delegate.done).signal).toBe('SIGKILL');
+    // Nobody watches the job now; the agent's Stop hook still reports it and frees the session.
+    expect(await waitUntil(() => readSession(w.ws.root).idle === true, 15_000)).toBe(true);
+    expect(jobRecord(w.ws.root, held)).toMatchObject({ status: 'completed' });
+    const next = await w.mam(['delegate', '--json', '--session', 'k1', '--brief', 'after']);
+    expect(next.code, next.stderr).toBe(0);
+    expect((await w.list())[0]).toMatchObject({ jobs_done: 2, idle: true });
   });
 
   it('a pane killed while nobody watches: `mam session list` finds it and errors the job it held', { timeout: 60_000 }, async () => {
