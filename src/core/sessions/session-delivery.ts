@@ -34,11 +34,17 @@ export async function claimIdleSession(
   // A dead pane is found before anything is typed into it.
   await reconcileSession(ctx, ctx.store.read(name));
   for (;;) {
-    const r = await ctx.store.update(name, (s) => {
-      if (s.state !== 'running') throw new SessionUnavailable('session_not_running', `session ${name} is ${s.state}${s.detail ? ` (${s.detail})` : ''}`);
-      if (!s.idle || s.current_job !== null) return undefined;
-      return { ...s, idle: false, current_job: jobId, last_event: sessionEvent('job_delivered', jobId) };
-    });
+    // A look without the lock first: waiting delegates do not hold up the hooks that free the
+    // session. The decision is still taken under the lock, on what it reads there.
+    const seen = ctx.store.read(name);
+    const looksFree = seen.state !== 'running' || (seen.idle && seen.current_job === null);
+    const r = !looksFree
+      ? seen
+      : await ctx.store.update(name, (s) => {
+          if (s.state !== 'running') throw new SessionUnavailable('session_not_running', `session ${name} is ${s.state}${s.detail ? ` (${s.detail})` : ''}`);
+          if (!s.idle || s.current_job !== null) return undefined;
+          return { ...s, idle: false, current_job: jobId, last_event: sessionEvent('job_delivered', jobId) };
+        });
     if (r.current_job === jobId) return r;
     if (cancelled()) throw new SessionUnavailable('session_busy', `job ${jobId} was cancelled while session ${name} was busy`);
     if (Date.now() >= deadline) {
