@@ -1,4 +1,4 @@
 import { closeCommand } from '../cli/commands/close.ts';
-import { runStandalone } from '../cli/program.ts';
+import { runMain } from '../cli/run-main.ts';
 
-void runStandalone('mam-close', closeCommand);
+void runMain('mam-close', closeCommand);

@@ -1,4 +1,4 @@
 import { pickCommand } from '../cli/commands/pick.ts';
-import { runStandalone } from '../cli/program.ts';
+import { runMain } from '../cli/run-main.ts';
 
-void runStandalone('mam-pick', pickCommand);
+void runMain('mam-pick', pickCommand);

@@ -1,4 +1,4 @@
 import { publishCommand } from '../cli/commands/publish.ts';
-import { runStandalone } from '../cli/program.ts';
+import { runMain } from '../cli/run-main.ts';
 
-void runStandalone('mam-publish', publishCommand);
+void runMain('mam-publish', publishCommand);

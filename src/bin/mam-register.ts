@@ -1,4 +1,4 @@
 import { registerCommand } from '../cli/commands/register.ts';
-import { runStandalone } from '../cli/program.ts';
+import { runMain } from '../cli/run-main.ts';
 
-void runStandalone('mam-register', registerCommand);
+void runMain('mam-register', registerCommand);

@@ -1,4 +1,4 @@
 import { remoteCommand } from '../cli/commands/remote.ts';
-import { runStandalone } from '../cli/program.ts';
+import { runMain } from '../cli/run-main.ts';
 
-void runStandalone('mam-remote', remoteCommand);
+void runMain('mam-remote', remoteCommand);

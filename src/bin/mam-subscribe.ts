@@ -1,4 +1,4 @@
 import { subscribeCommand } from '../cli/commands/subscribe.ts';
-import { runStandalone } from '../cli/program.ts';
+import { runMain } from '../cli/run-main.ts';
 
-void runStandalone('mam-subscribe', subscribeCommand);
+void runMain('mam-subscribe', subscribeCommand);

@@ -1,4 +1,4 @@
-import { runUmbrella } from '../cli/program.ts';
+import { runMain } from '../cli/run-main.ts';
 import { VERBS } from '../cli/verbs.ts';
 
-void runUmbrella('mam', VERBS);
+void runMain('mam', VERBS);

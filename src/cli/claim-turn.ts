@@ -1,9 +1,7 @@
-import type { MamConfig } from '../core/config/config.ts';
 import { MamError } from '../core/errors.ts';
 import type { ClaimResult } from '../core/fleet/turn-claim.ts';
 import { BrokerError } from '../core/mqtt/broker-errors.ts';
-import type { Registry } from '../core/registry/registry.ts';
-import { warn, warnIfPublicSandbox } from './context.ts';
+import { type CommandContext, warnIfPublicSandbox } from './context.ts';
 
 export interface TurnClaimAsk {
   turnId: string;
@@ -15,15 +13,16 @@ export interface TurnClaimAsk {
 }
 
 /** The claim of `mam claim` and `mam mentions`: in the registry, or over the broker. */
-export async function claimTurn(config: MamConfig, registry: Registry, ask: TurnClaimAsk): Promise<ClaimResult> {
+export async function claimTurn(ctx: CommandContext, ask: TurnClaimAsk): Promise<ClaimResult> {
+  const config = ctx.config();
   if (!ask.broker) {
     const { claimTurnInRegistry } = await import('../core/fleet/turn-claim.ts');
-    return claimTurnInRegistry(registry, config.logDir, ask.turnId, ask.agent, ask.ttlSec);
+    return claimTurnInRegistry(ctx.registry(), config.logDir, ask.turnId, ask.agent, ask.ttlSec);
   }
-  await warnIfPublicSandbox(config);
+  await warnIfPublicSandbox(ctx);
   const { claimTurnOverBroker } = await import('../core/fleet/turn-claim-broker.ts');
   try {
-    return await claimTurnOverBroker(config, { turnId: ask.turnId, agent: ask.agent, ttlSec: ask.ttlSec, settleMs: ask.settleMs, onWarning: warn });
+    return await claimTurnOverBroker(config, { turnId: ask.turnId, agent: ask.agent, ttlSec: ask.ttlSec, settleMs: ask.settleMs, onWarning: ctx.warn });
   } catch (err) {
     // Exit 1, not the publishers' 2: a claim that could not be decided is a failure, never a loss.
     if (err instanceof BrokerError) throw new MamError(err.message);

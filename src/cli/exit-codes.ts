@@ -36,6 +36,46 @@ export const ExitCode = {
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
+/**
+ * What a command ended with, when not simply done (a command that returns nothing exits 0) and not
+ * a thrown error (`exitCodeOf`). Commands name what happened; `outcomeExit` alone knows the codes.
+ */
+export type CommandOutcome =
+  | { kind: 'done' }
+  | { kind: 'watch'; watch: WatchOutcome }
+  | { kind: 'delegation'; delegation: DelegationOutcome }
+  | { kind: 'runner'; runner: RunnerOutcome }
+  /** `mam claim`: the turn is this claimant's, or another's. */
+  | { kind: 'claim'; won: boolean }
+  /** `mam mentions`: answer, say nothing, or the turn race was lost. */
+  | { kind: 'mention'; action: 'respond' | 'silent' | 'lost' }
+  /** `mam roundtable counsel`. */
+  | { kind: 'counsel'; result: 'given' | 'already_given' | 'not_invited' }
+  /** `mam roundtable show`. */
+  | { kind: 'roundtable'; found: boolean };
+
+/** The one table from a command's outcome to its exit code (docs/contract.md §1). */
+export function outcomeExit(outcome: CommandOutcome): ExitCode {
+  switch (outcome.kind) {
+    case 'done':
+      return ExitCode.ok;
+    case 'watch':
+      return watchExit(outcome.watch).code;
+    case 'delegation':
+      return delegationExit(outcome.delegation);
+    case 'runner':
+      return runnerExit(outcome.runner);
+    case 'claim':
+      return outcome.won ? ExitCode.ok : ExitCode.claimLost;
+    case 'mention':
+      return outcome.action === 'respond' ? ExitCode.ok : outcome.action === 'silent' ? ExitCode.silent : ExitCode.claimLost;
+    case 'counsel':
+      return outcome.result === 'given' ? ExitCode.ok : outcome.result === 'already_given' ? ExitCode.refused : ExitCode.notInvited;
+    case 'roundtable':
+      return outcome.found ? ExitCode.ok : ExitCode.noRoundtable;
+  }
+}
+
 /** A thrown error's code. A broker failure that escapes a command is a delivery that did not happen: 2. */
 export function exitCodeOf(err: unknown): ExitCode {
   if (err instanceof CommanderError) {
@@ -55,12 +95,12 @@ export function exitCodeOf(err: unknown): ExitCode {
  * One line on stderr for a failure (contract §1), a stack only with MAM_DEBUG=1. Commander has
  * printed its own usage line already.
  */
-export function reportError(err: unknown, stderr: (text: string) => void): ExitCode {
+export function reportError(err: unknown, stderr: (text: string) => void, env: NodeJS.ProcessEnv = process.env): ExitCode {
   const code = exitCodeOf(err);
   if (err instanceof CommanderError) return code;
   const message = err instanceof Error ? err.message : String(err);
   stderr(`ERROR: ${message.split('\n')[0]}\n`);
-  if (isTrueText(process.env.MAM_DEBUG) && err instanceof Error && err.stack) stderr(`${err.stack}\n`);
+  if (isTrueText(env.MAM_DEBUG) && err instanceof Error && err.stack) stderr(`${err.stack}\n`);
   return code;
 }
 

@@ -60,6 +60,12 @@ function readBounded(fd: number, options: FlagFileOptions): string {
   return buffer.toString('utf8', 0, length);
 }
 
-function tooLarge(options: FlagFileOptions): UsageError {
+/** Text already in memory (a test's stdin) held to the same bound as a file: the same error. */
+export function boundedText(text: string, options: Pick<FlagFileOptions, 'where' | 'maxBytes'>): string {
+  if (Buffer.byteLength(text) > options.maxBytes) throw tooLarge(options);
+  return text;
+}
+
+function tooLarge(options: Pick<FlagFileOptions, 'where' | 'maxBytes'>): UsageError {
   return new UsageError(`${options.where}: larger than ${options.maxBytes} bytes`);
 }

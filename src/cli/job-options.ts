@@ -1,7 +1,9 @@
+import path from 'node:path';
 import type { Command } from 'commander';
 import * as z from 'zod/mini';
 import { UsageError } from '../core/errors.ts';
 import type { JobLimits } from '../core/registry/job-limits.ts';
+import type { InputSource } from './context.ts';
 import { readFlagFile } from './flag-file.ts';
 import { countFlag, secondsFlag } from './flags.ts';
 
@@ -47,8 +49,10 @@ export function askedLimits(opts: JobOptions): Partial<JobLimits> {
 }
 
 /** `--brief` or `--brief-file` (`-`: stdin); neither is an empty brief. */
-export function readBrief(opts: Pick<JobOptions, 'brief' | 'briefFile'>): string {
+export function readBrief(opts: Pick<JobOptions, 'brief' | 'briefFile'>, from: { stdin: InputSource; cwd: string }): string {
   if (opts.brief !== undefined && opts.briefFile !== undefined) throw new UsageError('--brief and --brief-file are exclusive');
   if (opts.briefFile === undefined) return opts.brief ?? '';
-  return readFlagFile(opts.briefFile, { where: `--brief-file: ${opts.briefFile}`, maxBytes: MAX_BRIEF_BYTES });
+  const where = `--brief-file: ${opts.briefFile}`;
+  if (opts.briefFile === '-') return from.stdin.readAll(MAX_BRIEF_BYTES, where);
+  return readFlagFile(path.resolve(from.cwd, opts.briefFile), { where, maxBytes: MAX_BRIEF_BYTES });
 }

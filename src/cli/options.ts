@@ -1,5 +1,6 @@
 import type * as z from 'zod/mini';
 import { UsageError } from '../core/errors.ts';
+import type { OutputStream } from './context.ts';
 
 /** Validates commander's raw options into a typed object; the first problem is a usage error naming its flag. */
 export function parseOptions<S extends z.ZodMiniType>(schema: S, raw: Record<string, unknown>): z.infer<S> {
@@ -16,7 +17,7 @@ export function collect(value: string, previous: string[] = []): string[] {
 }
 
 /** One JSON object on stdout: indented for a person at a terminal, one line for a pipe. */
-export function printJson(value: unknown): void {
-  const text = process.stdout.isTTY ? JSON.stringify(value, null, 2) : JSON.stringify(value);
-  process.stdout.write(`${text}\n`);
+export function printJson(out: OutputStream, value: unknown): void {
+  const text = out.isTTY ? JSON.stringify(value, null, 2) : JSON.stringify(value);
+  out.write(`${text}\n`);
 }

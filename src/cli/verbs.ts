@@ -1,7 +1,7 @@
-import type { CommandSpec } from './program.ts';
+import type { Verbs } from './program.ts';
 
 /** The umbrella's verbs. Each module is imported only when its verb is named, to keep start-up short. */
-export const VERBS: Record<string, { summary: string; load: () => Promise<CommandSpec<never>> }> = {
+export const VERBS: Verbs = {
   register: { summary: 'create a pending job record', load: async () => (await import('./commands/register.ts')).registerCommand },
   pick: { summary: 'claim the oldest pickable job for an agent session', load: async () => (await import('./commands/pick.ts')).pickCommand },
   publish: { summary: 'record, sign and publish one lifecycle event', load: async () => (await import('./commands/publish.ts')).publishCommand },

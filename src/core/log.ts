@@ -1,6 +1,6 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
 
-export type { Logger };
+export type { DestinationStream, Logger };
 
 /**
  * Diagnostic logs: pino JSON on stderr (contract §1), synchronous so a short process loses none.

@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type TestBroker, startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
-import { REPO_ROOT, type Workspace, binPath, makeWorkspace, runBin, runBinAsync } from '../helpers/cli.ts';
+import { REPO_ROOT, type Workspace, binPath, makeWorkspace } from '../helpers/cli.ts';
+import { runInProcess } from '../helpers/in-process.ts';
 import { startWatcher } from '../subscriber/watcher.ts';
 
 const fixture = (name: string) => readFileSync(path.join(REPO_ROOT, 'test/fixtures/agents', `${name}.json`), 'utf8');
@@ -41,9 +42,9 @@ describe('mam hook: agent hooks become signed events', () => {
     broker = await startAedesBroker();
   });
   afterEach(() => ws?.cleanup());
-  const register = () => {
+  const register = async () => {
     ws = makeWorkspace({ MQTT_BROKER: '127.0.0.1', MQTT_PORT: String(broker.port) });
-    return JSON.parse(runBin('mam-register', ['--brief', 'b'], ws).stdout).job_id as string;
+    return JSON.parse((await runInProcess('mam-register', ['--brief', 'b'], ws)).stdout).job_id as string;
   };
 
   // Each source's documented payloads, in the order a run fires them (fixtures name their source).
@@ -82,7 +83,7 @@ describe('mam hook: agent hooks become signed events', () => {
     ],
   ];
   it.each(runs)('--from %s: %j', async (from, calls, expected) => {
-    const id = register();
+    const id = await register();
     const watch = startWatcher(ws, ['--job', id, '--timeout', '20']);
     await watch.subscribed();
     for (const [name] of calls) {
@@ -97,38 +98,38 @@ describe('mam hook: agent hooks become signed events', () => {
   });
 
   it('--from codex-notify: the JSON Codex appends as the last argument', async () => {
-    const id = register();
+    const id = await register();
     expect((await hook(ws, ['--from', 'codex-notify', '--job', id, '--payload', fixture('codex-notify-agent-turn-complete')])).code).toBe(0);
     expect(published(ws, id)).toEqual(['completed']);
-    expect(JSON.parse(runBin('mam', ['show', '--job', id], ws).stdout).status).toBe('completed');
+    expect(JSON.parse((await runInProcess('mam', ['show', '--job', id], ws)).stdout).status).toBe('completed');
   });
 
   it('--from wrapper: started, then the outcome by the exit code', async () => {
-    const id = register();
+    const id = await register();
     expect((await hook(ws, ['--from', 'wrapper', '--job', id, '--on', 'start'])).code).toBe(0);
     expect((await hook(ws, ['--from', 'wrapper', '--job', id, '--on', 'exit', '--exit-code', '3'])).code).toBe(0);
     expect(published(ws, id)).toEqual(['started', 'error']);
-    expect(JSON.parse(runBin('mam', ['show', '--job', id], ws).stdout).status).toBe('error');
+    expect(JSON.parse((await runInProcess('mam', ['show', '--job', id], ws)).stdout).status).toBe('error');
     const lines = readFileSync(path.join(ws.root, '.mam/logs', id, 'events.ndjson'), 'utf8');
     expect(lines).toContain('Agent exited with code 3');
   });
 
   it("after the agent's own outcome, a Stop hook publishes nothing and exits 0", async () => {
-    const id = register();
-    expect((await runBinAsync('mam-publish', ['--job', id, '--event', 'started'], ws)).code).toBe(0);
-    expect((await runBinAsync('mam-publish', ['--job', id, '--event', 'error', '--detail', 'gave up'], ws)).code).toBe(0);
+    const id = await register();
+    expect((await runInProcess('mam-publish', ['--job', id, '--event', 'started'], ws)).code).toBe(0);
+    expect((await runInProcess('mam-publish', ['--job', id, '--event', 'error', '--detail', 'gave up'], ws)).code).toBe(0);
     const r = await hook(ws, ['--from', 'claude', '--job', id], fixture('claude-stop'));
     expect(r.code).toBe(0);
     expect(published(ws, id)).toEqual(['started', 'error']);
   });
 
   it("a replaced attempt's hook is refused (exit 5) and changes nothing", async () => {
-    const id = register();
-    const { dispatch_token } = JSON.parse(runBin('mam', ['show', '--job', id], ws).stdout);
-    expect(runBin('mam', ['redispatch', '--job', id], ws).code).toBe(0);
+    const id = await register();
+    const { dispatch_token } = JSON.parse((await runInProcess('mam', ['show', '--job', id], ws)).stdout);
+    expect((await runInProcess('mam', ['redispatch', '--job', id], ws)).code).toBe(0);
     const r = await hook(ws, ['--from', 'claude', '--job', id, '--attempt-id', '1', '--expect-dispatch-token', dispatch_token], fixture('claude-stop'));
     expect(r.code).toBe(5);
-    expect(JSON.parse(runBin('mam', ['show', '--job', id], ws).stdout)).toMatchObject({ status: 'pending', attempt_id: 2, last_seq: 0 });
+    expect(JSON.parse((await runInProcess('mam', ['show', '--job', id], ws)).stdout)).toMatchObject({ status: 'pending', attempt_id: 2, last_seq: 0 });
   });
 
   it.each([
@@ -138,7 +139,7 @@ describe('mam hook: agent hooks become signed events', () => {
     ['--on without the wrapper', ['--from', 'codex', '--on', 'start'], '', /--on and --exit-code: only with --from wrapper/],
     ['an unknown source', ['--from', 'cursor'], '', /--from/],
   ])('bad input (%s): one line, exit 64, the record untouched', async (_what, args, stdin, message) => {
-    const id = register();
+    const id = await register();
     const before = readFileSync(path.join(ws.root, '.mam/jobs', `${id}.json`), 'utf8');
     const r = await hook(ws, [...args, '--job', id], stdin);
     expect(r.code).toBe(64);

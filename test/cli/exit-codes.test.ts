@@ -1,6 +1,6 @@
 import { CommanderError } from 'commander';
 import { describe, expect, it } from 'vitest';
-import { ExitCode, delegationExit, exitCodeOf, reportError, runnerExit, watchExit } from '../../src/cli/exit-codes.ts';
+import { type CommandOutcome, ExitCode, delegationExit, exitCodeOf, outcomeExit, reportError, runnerExit, watchExit } from '../../src/cli/exit-codes.ts';
 import type { DelegationOutcome } from '../../src/core/delegate/delegation.ts';
 import {
   ConfigError,
@@ -103,6 +103,28 @@ describe('delegationExit (contract §1, mam delegate)', () => {
 
   it('mam-remote run: --once completed 0, failed 1; stopped 0', () => {
     expect([runnerExit('completed'), runnerExit('failed'), runnerExit('stopped')]).toEqual([0, 1, 0]);
+  });
+});
+
+describe('outcomeExit: every outcome a command ends with, one table', () => {
+  it.each<[string, CommandOutcome, number]>([
+    ['done', { kind: 'done' }, 0],
+    ['a watch whose jobs completed', { kind: 'watch', watch: outcome({}) }, 0],
+    ['a watch without its broker', { kind: 'watch', watch: outcome({ reason: 'broker_unreachable' }) }, 3],
+    ['a delegation that timed out', { kind: 'delegation', delegation: { jobId: 'abcd1234', end: 'deadline_timeout', status: 'error', watch: outcome({}) } }, 2],
+    ['a runner whose job failed', { kind: 'runner', runner: 'failed' }, 1],
+    ['a claim won', { kind: 'claim', won: true }, 0],
+    ['a claim lost (not failed)', { kind: 'claim', won: false }, 4],
+    ['a mention to answer', { kind: 'mention', action: 'respond' }, 0],
+    ['a mention of others', { kind: 'mention', action: 'silent' }, 6],
+    ['a mention race lost', { kind: 'mention', action: 'lost' }, 4],
+    ['counsel given', { kind: 'counsel', result: 'given' }, 0],
+    ['counsel given twice', { kind: 'counsel', result: 'already_given' }, 5],
+    ['counsel uninvited', { kind: 'counsel', result: 'not_invited' }, 4],
+    ['a roundtable shown', { kind: 'roundtable', found: true }, 0],
+    ['no roundtable', { kind: 'roundtable', found: false }, 66],
+  ])('%s → %i', (_label, o, code) => {
+    expect(outcomeExit(o)).toBe(code);
   });
 });
 

@@ -1,9 +1,13 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import pkg from '../../package.json' with { type: 'json' };
-import { type RunResult, type Workspace, binPath, makeWorkspace, runBin } from '../helpers/cli.ts';
+import { type RunResult, type Workspace, makeWorkspace } from '../helpers/cli.ts';
+import { runInProcess } from '../helpers/in-process.ts';
+
+// The commands as a script sees them (argv → stdout, stderr, exit code), run in this process
+// through the same code as their bins (test/helpers/in-process.ts); test/cli/bins.test.ts starts
+// the bins themselves.
 
 let ws: Workspace;
 beforeEach(() => {
@@ -39,11 +43,11 @@ function failed(r: RunResult, code: number): string {
   return r.stderr;
 }
 
-const register = (...args: string[]) => okRecord(runBin('mam-register', args, ws));
+const register = async (...args: string[]) => okRecord(await runInProcess('mam-register', args, ws));
 
 describe('mam-register', () => {
-  it('prints the pending record as one JSON object, without auth_token', () => {
-    const rec = register('--job-id', A, '--brief', 'fix the bug', '--heartbeat', '10', '--heartbeat-misses', '3');
+  it('prints the pending record as one JSON object, without auth_token', async () => {
+    const rec = await register('--job-id', A, '--brief', 'fix the bug', '--heartbeat', '10', '--heartbeat-misses', '3');
     expect(rec).toMatchObject({
       job_id: A,
       status: 'pending',
@@ -62,61 +66,50 @@ describe('mam-register', () => {
     expect(JSON.parse(readFileSync(recordFile(A), 'utf8')).auth_token).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
 
-  it('mam register … ≡ mam-register …', () => {
+  it('mam register … ≡ mam-register …', async () => {
     const args = ['--brief', 'same', '--agent-session', 'S', '--timeout', '60', '--ack-timeout', '5', '--idle-timeout', '7', '--transport', 'remote'];
-    const direct = register('--job-id', A, ...args);
-    const umbrella = okRecord(runBin('mam', ['register', '--job-id', B, ...args], ws));
+    const direct = await register('--job-id', A, ...args);
+    const umbrella = okRecord(await runInProcess('mam', ['register', '--job-id', B, ...args], ws));
     const strip = ({ job_id: _j, created_at: _c, updated_at: _u, dispatch_token: _d, ...rest }: Record<string, unknown>) => rest;
     expect(strip(umbrella)).toEqual(strip(direct));
     expect(umbrella.job_id).toBe(B);
   });
 
-  it('--brief-file reads a file, or stdin with -', () => {
+  it('--brief-file reads a file, or stdin with -', async () => {
     const file = path.join(ws.root, 'brief.md');
     writeFileSync(file, '# Task\nline two\n');
-    expect(register('--brief-file', file).brief).toBe('# Task\nline two\n');
-    expect(okRecord(runBin('mam-register', ['--brief-file', '-'], ws, { input: 'from stdin\n' })).brief).toBe('from stdin\n');
-    failed(runBin('mam-register', ['--brief-file', path.join(ws.root, 'missing.md')], ws), 64);
-    failed(runBin('mam-register', ['--brief', 'x', '--brief-file', file], ws), 64);
+    expect((await register('--brief-file', file)).brief).toBe('# Task\nline two\n');
+    expect(okRecord(await runInProcess('mam-register', ['--brief-file', '-'], ws, { input: 'from stdin\n' })).brief).toBe('from stdin\n');
+    failed(await runInProcess('mam-register', ['--brief-file', path.join(ws.root, 'missing.md')], ws), 64);
+    failed(await runInProcess('mam-register', ['--brief', 'x', '--brief-file', file], ws), 64);
   });
 
-  it('--brief-file refuses what is not a regular file, or too large, at once and writing nothing', () => {
+  it('--brief-file refuses what is not a regular file, or too large, at once and writing nothing', async () => {
     const fifo = path.join(ws.root, 'brief.fifo');
     execFileSync('mkfifo', [fifo]);
     const huge = path.join(ws.root, 'huge.md');
     writeFileSync(huge, 'x'.repeat(1024 * 1024 + 1));
-    // A FIFO with no writer would block a plain read for ever; the timeout makes a hang a failure.
-    expect(failed(runBin('mam-register', ['--brief-file', fifo], ws, { timeoutMs: 10_000 }), 64)).toContain('not a regular file');
-    expect(failed(runBin('mam-register', ['--brief-file', '/dev/zero'], ws, { timeoutMs: 10_000 }), 64)).toContain('not a regular file');
-    expect(failed(runBin('mam-register', ['--brief-file', ws.root], ws), 64)).toContain('not a regular file');
-    expect(failed(runBin('mam-register', ['--brief-file', huge], ws), 64)).toContain('larger than 1048576 bytes');
-    // stdin that never ends (`--brief-file - < /dev/zero`) is read up to the bound, then refused.
-    const zero = openSync('/dev/zero', 'r');
-    const r = spawnSync(process.execPath, [binPath('mam-register'), '--brief-file', '-'], {
-      cwd: ws.root,
-      env: ws.env,
-      stdio: [zero, 'pipe', 'pipe'],
-      encoding: 'utf8',
-      timeout: 10_000,
-    });
-    closeSync(zero);
-    expect(failed({ code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr }, 64)).toContain('larger than 1048576 bytes');
+    // A FIFO with no writer would block a plain read for ever (a hang fails the test by its timeout).
+    expect(failed(await runInProcess('mam-register', ['--brief-file', fifo], ws), 64)).toContain('not a regular file');
+    expect(failed(await runInProcess('mam-register', ['--brief-file', '/dev/zero'], ws), 64)).toContain('not a regular file');
+    expect(failed(await runInProcess('mam-register', ['--brief-file', ws.root], ws), 64)).toContain('not a regular file');
+    expect(failed(await runInProcess('mam-register', ['--brief-file', huge], ws), 64)).toContain('larger than 1048576 bytes');
     expect(existsSync(path.join(ws.root, '.mam', 'jobs')) ? readdirSync(path.join(ws.root, '.mam', 'jobs')).filter((f) => f.endsWith('.json')) : []).toEqual(
       [],
     );
   });
 
-  it('--depends-on is repeatable; a missing dependency is exit 66', () => {
-    register('--job-id', A);
-    register('--job-id', B);
-    expect(register('--job-id', C, '--depends-on', A, '--depends-on', B).depends_on).toEqual([A, B]);
-    expect(failed(runBin('mam-register', ['--depends-on', 'dddddddd'], ws), 66)).toContain('dddddddd');
+  it('--depends-on is repeatable; a missing dependency is exit 66', async () => {
+    await register('--job-id', A);
+    await register('--job-id', B);
+    expect((await register('--job-id', C, '--depends-on', A, '--depends-on', B)).depends_on).toEqual([A, B]);
+    expect(failed(await runInProcess('mam-register', ['--depends-on', 'dddddddd'], ws), 66)).toContain('dddddddd');
   });
 
-  it('a duplicate --job-id is refused with exit 1', () => {
-    register('--job-id', A);
+  it('a duplicate --job-id is refused with exit 1', async () => {
+    await register('--job-id', A);
     const before = readFileSync(recordFile(A));
-    expect(failed(runBin('mam-register', ['--job-id', A], ws), 1)).toContain(A);
+    expect(failed(await runInProcess('mam-register', ['--job-id', A], ws), 1)).toContain(A);
     expect(readFileSync(recordFile(A))).toEqual(before);
   });
 
@@ -129,66 +122,66 @@ describe('mam-register', () => {
     [['--transport', 'carrier-pigeon'], /--transport/],
     [['--depends-on', 'nope'], /--depends-on/],
     [['extra-argument'], /argument/],
-  ])('usage error %j: exit 64, one line', (args, message) => {
-    expect(failed(runBin('mam-register', args, ws), 64)).toMatch(message);
+  ])('usage error %j: exit 64, one line', async (args, message) => {
+    expect(failed(await runInProcess('mam-register', args, ws), 64)).toMatch(message);
   });
 });
 
 describe('mam-pick, mam-close, mam show, mam redispatch', () => {
-  it('pick claims the job (exit 0), then exit 4 with an empty stdout', () => {
-    register('--job-id', A);
-    expect(okRecord(runBin('mam-pick', ['--agent-session', 'S1'], ws))).toMatchObject({ job_id: A, status: 'running', agent_session: 'S1' });
-    expect(failed(runBin('mam-pick', ['--agent-session', 'S1'], ws), 4)).toContain('nothing pickable');
-    failed(runBin('mam-pick', [], ws), 64);
+  it('pick claims the job (exit 0), then exit 4 with an empty stdout', async () => {
+    await register('--job-id', A);
+    expect(okRecord(await runInProcess('mam-pick', ['--agent-session', 'S1'], ws))).toMatchObject({ job_id: A, status: 'running', agent_session: 'S1' });
+    expect(failed(await runInProcess('mam-pick', ['--agent-session', 'S1'], ws), 4)).toContain('nothing pickable');
+    failed(await runInProcess('mam-pick', [], ws), 64);
   });
 
-  it('close: exit 0 with the record, 5 on a terminal job, 66 for an unknown job, 64 for a bad request', () => {
-    register('--job-id', A);
-    expect(okRecord(runBin('mam-close', ['--job', A, '--request', 'deadline_timeout'], ws), { warnings: true })).toMatchObject({
+  it('close: exit 0 with the record, 5 on a terminal job, 66 for an unknown job, 64 for a bad request', async () => {
+    await register('--job-id', A);
+    expect(okRecord(await runInProcess('mam-close', ['--job', A, '--request', 'deadline_timeout'], ws), { warnings: true })).toMatchObject({
       status: 'error',
       detail: 'deadline_timeout',
     });
     const before = readFileSync(recordFile(A));
-    expect(failed(runBin('mam-close', ['--job', A, '--request', 'cancelled'], ws), 5)).toContain('refused');
+    expect(failed(await runInProcess('mam-close', ['--job', A, '--request', 'cancelled'], ws), 5)).toContain('refused');
     expect(readFileSync(recordFile(A))).toEqual(before);
-    expect(failed(runBin('mam-close', ['--job', B, '--request', 'cancelled'], ws), 66)).toContain(B);
-    failed(runBin('mam-close', ['--job', A, '--request', 'finished'], ws), 64);
-    failed(runBin('mam', ['close', '--job', 'XYZ', '--request', 'cancelled'], ws), 64);
+    expect(failed(await runInProcess('mam-close', ['--job', B, '--request', 'cancelled'], ws), 66)).toContain(B);
+    failed(await runInProcess('mam-close', ['--job', A, '--request', 'finished'], ws), 64);
+    failed(await runInProcess('mam', ['close', '--job', 'XYZ', '--request', 'cancelled'], ws), 64);
   });
 
-  it('show prints the record; 66 for an unknown job; redispatch makes it pending again', () => {
-    register('--job-id', A, '--brief', 'b');
-    runBin('mam-close', ['--job', A, '--request', 'error'], ws);
-    expect(okRecord(runBin('mam', ['show', '--job', A], ws))).toMatchObject({ job_id: A, status: 'error' });
-    failed(runBin('mam', ['show', '--job', B], ws), 66);
-    failed(runBin('mam', ['show', '--job', 'XYZ'], ws), 64);
-    expect(okRecord(runBin('mam', ['redispatch', '--job', A], ws))).toMatchObject({ status: 'pending', attempt_id: 2 });
-    expect(okRecord(runBin('mam-pick', ['--agent-session', 'S'], ws))).toMatchObject({ job_id: A, attempt_id: 2 });
+  it('show prints the record; 66 for an unknown job; redispatch makes it pending again', async () => {
+    await register('--job-id', A, '--brief', 'b');
+    await runInProcess('mam-close', ['--job', A, '--request', 'error'], ws);
+    expect(okRecord(await runInProcess('mam', ['show', '--job', A], ws))).toMatchObject({ job_id: A, status: 'error' });
+    failed(await runInProcess('mam', ['show', '--job', B], ws), 66);
+    failed(await runInProcess('mam', ['show', '--job', 'XYZ'], ws), 64);
+    expect(okRecord(await runInProcess('mam', ['redispatch', '--job', A], ws))).toMatchObject({ status: 'pending', attempt_id: 2 });
+    expect(okRecord(await runInProcess('mam-pick', ['--agent-session', 'S'], ws))).toMatchObject({ job_id: A, attempt_id: 2 });
   });
 
-  it('show of a corrupt record: exit 1 naming the file, which is left unchanged', () => {
-    register('--job-id', A);
+  it('show of a corrupt record: exit 1 naming the file, which is left unchanged', async () => {
+    await register('--job-id', A);
     writeFileSync(recordFile(A), '{"job_id": "aaaaaaaa", "status": ');
     const before = readFileSync(recordFile(A));
-    expect(failed(runBin('mam', ['show', '--job', A], ws), 1)).toContain(recordFile(A));
-    failed(runBin('mam-close', ['--job', A, '--request', 'cancelled'], ws), 1);
+    expect(failed(await runInProcess('mam', ['show', '--job', A], ws), 1)).toContain(recordFile(A));
+    failed(await runInProcess('mam-close', ['--job', A, '--request', 'cancelled'], ws), 1);
     expect(readFileSync(recordFile(A))).toEqual(before);
   });
 
-  it('--registry DIR points a command at another registry', () => {
+  it('--registry DIR points a command at another registry', async () => {
     const other = path.join(ws.root, 'elsewhere');
-    okRecord(runBin('mam-register', ['--job-id', A, '--registry', other], ws));
-    failed(runBin('mam-pick', ['--agent-session', 'S'], ws), 4);
-    expect(okRecord(runBin('mam-pick', ['--agent-session', 'S', '--registry', other], ws)).job_id).toBe(A);
+    okRecord(await runInProcess('mam-register', ['--job-id', A, '--registry', other], ws));
+    failed(await runInProcess('mam-pick', ['--agent-session', 'S'], ws), 4);
+    expect(okRecord(await runInProcess('mam-pick', ['--agent-session', 'S', '--registry', other], ws)).job_id).toBe(A);
   });
 });
 
 describe('mam jobs', () => {
-  it('--json is an array of records without tokens; the table has a header and a row per job', () => {
-    register('--job-id', A, '--brief', 'first line\nsecond line');
-    register('--job-id', B);
-    runBin('mam-pick', ['--agent-session', 'S9'], ws);
-    const r = runBin('mam', ['jobs', '--json'], ws);
+  it('--json is an array of records without tokens; the table has a header and a row per job', async () => {
+    await register('--job-id', A, '--brief', 'first line\nsecond line');
+    await register('--job-id', B);
+    await runInProcess('mam-pick', ['--agent-session', 'S9'], ws);
+    const r = await runInProcess('mam', ['jobs', '--json'], ws);
     expect(r.code).toBe(0);
     expect(r.stdout).not.toContain('auth_token');
     const list = JSON.parse(r.stdout) as Array<Record<string, unknown>>;
@@ -196,49 +189,28 @@ describe('mam jobs', () => {
       [A, 'running'],
       [B, 'pending'],
     ]);
-    const table = runBin('mam', ['jobs'], ws);
+    const table = await runInProcess('mam', ['jobs'], ws);
     expect(table.code).toBe(0);
     const lines = table.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^JOB\s+STATUS\s+SESSION\s+ATTEMPT\s+SEQ\s+UPDATED\s+BRIEF$/);
     expect(lines).toHaveLength(3);
     expect(lines[1]).toMatch(new RegExp(`^${A}\\s+running\\s+S9\\s+1\\s+0\\s+\\S+ ago\\s+first line$`));
     expect(lines[2]).toMatch(new RegExp(`^${B}\\s+pending\\s+-\\s+1\\s+0\\s+`));
-    const filtered = JSON.parse(runBin('mam', ['jobs', '--json', '--status', 'pending'], ws).stdout) as Array<{ job_id: string }>;
+    const filtered = JSON.parse((await runInProcess('mam', ['jobs', '--json', '--status', 'pending'], ws)).stdout) as Array<{ job_id: string }>;
     expect(filtered.map((j) => j.job_id)).toEqual([B]);
   });
 
-  it('an empty registry: --json prints [], the table prints nothing on stdout', () => {
-    expect(runBin('mam', ['jobs', '--json'], ws)).toMatchObject({ code: 0, stdout: '[]\n' });
-    expect(runBin('mam', ['jobs'], ws)).toMatchObject({ code: 0, stdout: '' });
+  it('an empty registry: --json prints [], the table prints nothing on stdout', async () => {
+    expect(await runInProcess('mam', ['jobs', '--json'], ws)).toMatchObject({ code: 0, stdout: '[]\n' });
+    expect(await runInProcess('mam', ['jobs'], ws)).toMatchObject({ code: 0, stdout: '' });
   });
 
-  it('a corrupt record is reported on stderr and the others still listed', () => {
-    register('--job-id', A);
+  it('a corrupt record is reported on stderr and the others still listed', async () => {
+    await register('--job-id', A);
     writeFileSync(recordFile(B), 'garbage');
-    const r = runBin('mam', ['jobs', '--json'], ws);
+    const r = await runInProcess('mam', ['jobs', '--json'], ws);
     expect(r.code).toBe(0);
     expect((JSON.parse(r.stdout) as Array<{ job_id: string }>).map((j) => j.job_id)).toEqual([A]);
     expect(r.stderr).toContain(recordFile(B));
-  });
-});
-
-describe('every bin', () => {
-  const bins = ['mam', 'mam-register', 'mam-pick', 'mam-publish', 'mam-subscribe', 'mam-close', 'mam-remote'];
-
-  it.each(bins)('%s --help and --version exit 0', (bin) => {
-    const help = runBin(bin, ['--help'], ws);
-    expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/^Usage: /);
-    expect(runBin(bin, ['--version'], ws)).toMatchObject({ code: 0, stdout: `${pkg.version}\n` });
-  });
-
-  it('mam with an unknown verb is a usage error', () => {
-    expect(failed(runBin('mam', ['frobnicate'], ws), 64)).toMatch(/unknown command/);
-  });
-
-  it('MAM_DEBUG=1 adds the stack trace', () => {
-    const r = runBin('mam', ['show', '--job', B], ws, { env: { MAM_DEBUG: '1' } });
-    expect(r.code).toBe(66);
-    expect(r.stderr).toMatch(/^ERROR: no such job: bbbbbbbb\n[\s\S]*\n\s+at /);
   });
 });

@@ -3,7 +3,8 @@ import { generate, parser } from 'mqtt-packet';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { spawnBin } from '../brokers/bin-process.ts';
 import { type AedesTestBroker, startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
-import { makeWorkspace, runBin, runBinAsync, type Workspace } from '../helpers/cli.ts';
+import { makeWorkspace, type Workspace } from '../helpers/cli.ts';
+import { runInProcess } from '../helpers/in-process.ts';
 import { connectPlainClient, receivedMessages } from '../helpers/mqtt-client.ts';
 import { freePort } from '../helpers/free-port.ts';
 import { waitUntil } from '../helpers/wait.ts';
@@ -15,7 +16,9 @@ import { waitUntil } from '../helpers/wait.ts';
 /** A server that accepts connections and never answers (closed when the test ends): `host:port`. */
 async function startSilentServer(): Promise<{ address: string }> {
   const sockets = new Set<Socket>();
-  const silent: Server = createServer((s) => sockets.add(s));
+  // Reads and drops what it is sent (a paused socket would never see the client's FIN, and would
+  // stay open in this process after the client has closed its end).
+  const silent: Server = createServer((s) => sockets.add(s.resume()));
   await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
   onTestFinished(() => {
     for (const s of sockets) s.destroy();
@@ -39,18 +42,18 @@ describe('a broker list whose first server is down', () => {
   afterEach(() => ws.cleanup());
 
   const live = () => `127.0.0.1:${broker.port}`;
-  const register = (): string => {
-    const r = runBin('mam-register', ['--timeout', '30', '--brief', 'list'], ws);
+  const register = async (): Promise<string> => {
+    const r = await runInProcess('mam-register', ['--timeout', '30', '--brief', 'list'], ws);
     expect(r.code, r.stderr).toBe(0);
     return (JSON.parse(r.stdout) as { job_id: string }).job_id;
   };
 
   it('mam-publish tries the next server after the refusal, within its attempts', async () => {
-    const job = register();
+    const job = await register();
     const sub = spawnBin('mam-subscribe', ['--job', job], ws, { env: { MQTT_SERVERS: live() } });
     await sub.waitForStderr(/^SUBSCRIBED /m);
     const t0 = Date.now();
-    const r = await runBinAsync('mam-publish', ['--job', job, '--event', 'completed', '--attempts', '2'], ws, { env: { MQTT_SERVERS: `${dead},${live()}` } });
+    const r = await runInProcess('mam-publish', ['--job', job, '--event', 'completed', '--attempts', '2'], ws, { env: { MQTT_SERVERS: `${dead},${live()}` } });
     expect(r.code, r.stderr).toBe(0);
     // Try 1 refused, then the contract's first back-off (0.5 s), then try 2 on the next server.
     expect(Date.now() - t0).toBeGreaterThanOrEqual(500);
@@ -65,18 +68,18 @@ describe('a broker list whose first server is down', () => {
   });
 
   it('with --attempts 1 only the first server is tried: exit 2, recorded on disk, the dead server named', async () => {
-    const job = register();
-    const r = await runBinAsync('mam-publish', ['--job', job, '--event', 'started', '--attempts', '1'], ws, { env: { MQTT_SERVERS: `${dead},${live()}` } });
+    const job = await register();
+    const r = await runInProcess('mam-publish', ['--job', job, '--event', 'started', '--attempts', '1'], ws, { env: { MQTT_SERVERS: `${dead},${live()}` } });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(dead);
     expect(r.stderr).not.toContain(live());
   });
 
   it('mam-subscribe connects through the next server and says SUBSCRIBED', async () => {
-    const job = register();
+    const job = await register();
     const sub = spawnBin('mam-subscribe', ['--job', job], ws, { env: { MQTT_SERVERS: `${dead},${live()}` } });
     await sub.waitForStderr(/^SUBSCRIBED /m);
-    const r = await runBinAsync('mam-publish', ['--job', job, '--event', 'error'], ws, { env: { MQTT_SERVERS: live() } });
+    const r = await runInProcess('mam-publish', ['--job', job, '--event', 'error'], ws, { env: { MQTT_SERVERS: live() } });
     expect(r.code, r.stderr).toBe(0);
     const done = await sub.result;
     expect(done.code).toBe(1);
@@ -91,10 +94,10 @@ describe('a broker list whose first server is down', () => {
   it('mam-subscribe gets past a server that accepts the connection and never answers, within its first-connect window', async () => {
     // A host that swallows CONNECT: no refusal to move on from, only the per-server timeout.
     const silent = await startSilentServer();
-    const job = register();
+    const job = await register();
     const sub = spawnBin('mam-subscribe', ['--job', job], ws, { env: { MQTT_SERVERS: `${silent.address},${live()}` } });
     await sub.waitForStderr(/^SUBSCRIBED /m, 10_000);
-    expect((await runBinAsync('mam-publish', ['--job', job, '--event', 'completed'], ws, { env: { MQTT_SERVERS: live() } })).code).toBe(0);
+    expect((await runInProcess('mam-publish', ['--job', job, '--event', 'completed'], ws, { env: { MQTT_SERVERS: live() } })).code).toBe(0);
     expect((await sub.result).code).toBe(0);
   });
 
@@ -136,11 +139,11 @@ describe('a broker list whose first server is down', () => {
     'mam-subscribe leaves a server that CONNACKs and then %s, for the next one',
     async (_, how) => {
       const fake = await fakeBroker(how);
-      const job = register();
+      const job = await register();
       const sub = spawnBin('mam-subscribe', ['--job', job], ws, { env: { MQTT_SERVERS: `${fake.server},${live()}` } });
       await sub.waitForStderr(/^SUBSCRIBED /m, 25_000);
       expect(fake.subscribes()).toBe(1);
-      expect((await runBinAsync('mam-publish', ['--job', job, '--event', 'completed'], ws, { env: { MQTT_SERVERS: live() } })).code).toBe(0);
+      expect((await runInProcess('mam-publish', ['--job', job, '--event', 'completed'], ws, { env: { MQTT_SERVERS: live() } })).code).toBe(0);
       expect((await sub.result).code).toBe(0);
     },
     40_000,
@@ -148,39 +151,39 @@ describe('a broker list whose first server is down', () => {
 
   it('a subscription refused on every try is final: one line, exit 3', async () => {
     const fake = await fakeBroker('refuse');
-    const job = register();
-    const r = await runBinAsync('mam-subscribe', ['--job', job], ws, { env: { MQTT_SERVERS: fake.server }, timeoutMs: 30_000 });
+    const job = await register();
+    const r = await runInProcess('mam-subscribe', ['--job', job], ws, { env: { MQTT_SERVERS: fake.server }, timeoutMs: 30_000 });
     expect(fake.subscribes()).toBe(3);
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(new RegExp(`^ERROR: broker mqtt://${fake.server} refused the subscription to python/mqtt/jobs/${job}/\\+\n$`, 'm'));
   }, 40_000);
 
   it('mam-subscribe with every server down exits 3 naming them all', async () => {
-    const job = register();
+    const job = await register();
     const other = `127.0.0.1:${await freePort()}`;
-    const r = await runBinAsync('mam-subscribe', ['--job', job], ws, { env: { MQTT_SERVERS: `${dead},${other}` }, timeoutMs: 20_000 });
+    const r = await runInProcess('mam-subscribe', ['--job', job], ws, { env: { MQTT_SERVERS: `${dead},${other}` }, timeoutMs: 20_000 });
     expect(r.code).toBe(3);
     expect(r.stderr).toContain(`${dead},${other}`);
   });
 
   it('the heartbeat timer beats through the next server', async () => {
-    const job = register();
+    const job = await register();
     const sub = spawnBin('mam-subscribe', ['--job', job], ws, { env: { MQTT_SERVERS: live() } });
     await sub.waitForStderr(/^SUBSCRIBED /m);
     const list = { MQTT_SERVERS: `${dead},${live()}` };
-    const started = await runBinAsync('mam-publish', ['--job', job, '--event', 'started', '--heartbeat', '0.5', '--watch-pid', String(process.pid)], ws, {
+    const started = await runInProcess('mam-publish', ['--job', job, '--event', 'started', '--heartbeat', '0.5', '--watch-pid', String(process.pid)], ws, {
       env: list,
     });
     expect(started.code, started.stderr).toBe(0);
     const beats = () => sub.stdout.split('\n').filter((l) => l.includes('"detail":"heartbeat"')).length;
     expect(await waitUntil(() => beats() >= 2, 10_000)).toBe(true);
-    expect((await runBinAsync('mam-publish', ['--job', job, '--event', 'completed'], ws, { env: list })).code).toBe(0);
+    expect((await runInProcess('mam-publish', ['--job', job, '--event', 'completed'], ws, { env: list })).code).toBe(0);
     expect((await sub.result).code).toBe(0);
   });
 
   it('mam-remote run takes a dispatch through the next server and reports completed', async () => {
     const secret = { MAM_DISPATCH_SECRET: 'server-list-test-secret-0123' };
-    const job = register();
+    const job = await register();
     const session = `host-${job}`;
     const runnerWs = makeWorkspace(secret);
     try {
@@ -188,8 +191,8 @@ describe('a broker list whose first server is down', () => {
         env: { MQTT_SERVERS: `${dead},${live()}` },
       });
       await runner.waitForStderr(/SUBSCRIBED/);
-      const watch = runBinAsync('mam-subscribe', ['--job', job, '--remote', '--timeout', '30'], ws, { env: { MQTT_SERVERS: live(), ...secret } });
-      const d = await runBinAsync('mam-remote', ['dispatch', '--job', job, '--session', session], ws, { env: { MQTT_SERVERS: live(), ...secret } });
+      const watch = runInProcess('mam-subscribe', ['--job', job, '--remote', '--timeout', '30'], ws, { env: { MQTT_SERVERS: live(), ...secret } });
+      const d = await runInProcess('mam-remote', ['dispatch', '--job', job, '--session', session], ws, { env: { MQTT_SERVERS: live(), ...secret } });
       expect(d.code, d.stderr).toBe(0);
       expect((await watch).code).toBe(0);
       expect((await runner.result).code).toBe(0);
@@ -211,8 +214,8 @@ describe('a broker list whose first server is down', () => {
   };
 
   it('mam-close tells watchers through the next server when the first refuses', async () => {
-    const job = register();
-    const r = await runBinAsync('mam-close', ['--job', job, '--request', 'cancelled'], ws, { env: { MQTT_SERVERS: `${dead},${live()}` } });
+    const job = await register();
+    const r = await runInProcess('mam-close', ['--job', job, '--request', 'cancelled'], ws, { env: { MQTT_SERVERS: `${dead},${live()}` } });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).not.toContain('were not told');
     expect(await retainedState(job)).toMatchObject({ status: 'cancelled', last_event: 'cancelled' });
@@ -220,9 +223,9 @@ describe('a broker list whose first server is down', () => {
 
   it('mam-close gets past a first server that swallows CONNECT, within its few seconds', async () => {
     const silent = await startSilentServer();
-    const job = register();
+    const job = await register();
     const t0 = Date.now();
-    const r = await runBinAsync('mam-close', ['--job', job, '--request', 'completed'], ws, { env: { MQTT_SERVERS: `${silent.address},${live()}` } });
+    const r = await runInProcess('mam-close', ['--job', job, '--request', 'completed'], ws, { env: { MQTT_SERVERS: `${silent.address},${live()}` } });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).not.toContain('were not told');
     // The silent server gets half of the 3 s budget, the live one answers at once.
@@ -231,9 +234,9 @@ describe('a broker list whose first server is down', () => {
   });
 
   it('mam-close with every server down commits the close and warns once, naming the last server it tried', async () => {
-    const job = register();
+    const job = await register();
     const other = `127.0.0.1:${await freePort()}`;
-    const r = await runBinAsync('mam-close', ['--job', job, '--request', 'cancelled'], ws, { env: { MQTT_SERVERS: `${dead},${other}` } });
+    const r = await runInProcess('mam-close', ['--job', job, '--request', 'cancelled'], ws, { env: { MQTT_SERVERS: `${dead},${other}` } });
     expect(r.code).toBe(0);
     expect(r.stderr.match(/were not told/g)).toHaveLength(1);
     expect(r.stderr).toContain(other);

@@ -6,6 +6,7 @@ import type { ClaimResult } from '../../src/core/fleet/turn-claim.ts';
 import { claimTurnOverBroker } from '../../src/core/fleet/turn-claim-broker.ts';
 import { type TestBroker, describeWithBroker, startAedesBroker, startMosquitto, startNatsServer, useBrokerCleanup } from '../helpers/brokers.ts';
 import { makeWorkspace, runBinAsync } from '../helpers/cli.ts';
+import { runInProcess } from '../helpers/in-process.ts';
 import { connectPlainClient } from '../helpers/mqtt-client.ts';
 import { sleep, waitUntil } from '../helpers/wait.ts';
 import { SECRET, configOf, fleetAudit, fleetWorkspace, jsonOut, stopTurnHoldersAtEnd } from './fleet-fixtures.ts';
@@ -25,7 +26,7 @@ describe('mam claim on one registry (CAS under the registry lock)', () => {
     onTestFinished(() => ws.cleanup());
     for (let round = 0; round < 5; round++) {
       const turn = `chat-m${round}-1700000000`;
-      const results = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((agent) => runBinAsync('mam', ['claim', '--turn', turn, '--agent', agent], ws)));
+      const results = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((agent) => runInProcess('mam', ['claim', '--turn', turn, '--agent', agent], ws)));
       expect(results.filter((r) => r.code === 0)).toHaveLength(1);
       expect(results.filter((r) => r.code === 4)).toHaveLength(4);
       expect(new Set(results.map((r) => jsonOut(r).winner)).size).toBe(1);
@@ -35,13 +36,13 @@ describe('mam claim on one registry (CAS under the registry lock)', () => {
   it('the winner claiming again still wins; after the TTL another agent can take the turn', async () => {
     const ws = makeWorkspace();
     onTestFinished(() => ws.cleanup());
-    const first = await runBinAsync('mam', ['claim', '--turn', 't-1-1', '--agent', 'a', '--ttl', '1'], ws);
+    const first = await runInProcess('mam', ['claim', '--turn', 't-1-1', '--agent', 'a', '--ttl', '1'], ws);
     expect(first.code).toBe(0);
-    expect((await runBinAsync('mam', ['claim', '--turn', 't-1-1', '--agent', 'a'], ws)).code).toBe(0);
-    expect((await runBinAsync('mam', ['claim', '--turn', 't-1-1', '--agent', 'b'], ws)).code).toBe(4);
+    expect((await runInProcess('mam', ['claim', '--turn', 't-1-1', '--agent', 'a'], ws)).code).toBe(0);
+    expect((await runInProcess('mam', ['claim', '--turn', 't-1-1', '--agent', 'b'], ws)).code).toBe(4);
     const expires = Date.parse(jsonOut(first).expires_at as string);
     await waitUntil(() => Date.now() > expires, 5_000);
-    const after = await runBinAsync('mam', ['claim', '--turn', 't-1-1', '--agent', 'b'], ws);
+    const after = await runInProcess('mam', ['claim', '--turn', 't-1-1', '--agent', 'b'], ws);
     expect(after.code).toBe(0);
     expect(jsonOut(after).winner).toBe('b');
   });
@@ -49,7 +50,7 @@ describe('mam claim on one registry (CAS under the registry lock)', () => {
   it('refuses a turn id a topic or file name cannot carry (exit 64)', async () => {
     const ws = makeWorkspace();
     onTestFinished(() => ws.cleanup());
-    for (const turn of ['../x', 'a b', 'a/b', 'x.y']) expect((await runBinAsync('mam', ['claim', '--turn', turn, '--agent', 'a'], ws)).code).toBe(64);
+    for (const turn of ['../x', 'a b', 'a/b', 'x.y']) expect((await runInProcess('mam', ['claim', '--turn', turn, '--agent', 'a'], ws)).code).toBe(64);
   });
 });
 

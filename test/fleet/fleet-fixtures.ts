@@ -4,7 +4,8 @@ import { expect, onTestFinished } from 'vitest';
 import { type MamConfig, loadConfig } from '../../src/core/config/config.ts';
 import { isAlive } from '../../src/core/heartbeat/proc.ts';
 import { type BinProcess, spawnBin } from '../brokers/bin-process.ts';
-import { type RunResult, type Workspace, runBinAsync } from '../helpers/cli.ts';
+import type { RunResult, Workspace } from '../helpers/cli.ts';
+import { runInProcess } from '../helpers/in-process.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { brokerWorkspace } from '../publisher/publish-fixtures.ts';
 
@@ -31,7 +32,7 @@ export interface AgentRowOut {
 }
 
 export async function agentsJson(ws: Workspace): Promise<AgentRowOut[]> {
-  const r = await runBinAsync('mam', ['agents', '--json'], ws);
+  const r = await runInProcess('mam', ['agents', '--json'], ws);
   if (r.code !== 0) throw new Error(`mam agents exited ${r.code}: ${r.stderr}`);
   return JSON.parse(r.stdout) as AgentRowOut[];
 }
@@ -137,15 +138,15 @@ export async function startMonitor(ws: Workspace, args: string[] = []): Promise<
 
 /** `mam-register` + `mam-pick`: a job running for `session`, as an agent would hold it. */
 export async function runningJob(ws: Workspace, id: string, session: string, ...registerArgs: string[]): Promise<void> {
-  const reg = await runBinAsync('mam-register', ['--job-id', id, '--brief', `job ${id}`, '--agent-session', session, ...registerArgs], ws);
+  const reg = await runInProcess('mam-register', ['--job-id', id, '--brief', `job ${id}`, '--agent-session', session, ...registerArgs], ws);
   if (reg.code !== 0) throw new Error(`mam-register ${id}: ${reg.stderr}`);
-  const pick = await runBinAsync('mam-pick', ['--agent-session', session], ws);
+  const pick = await runInProcess('mam-pick', ['--agent-session', session], ws);
   if (pick.code !== 0 || (JSON.parse(pick.stdout) as { job_id: string }).job_id !== id)
     throw new Error(`mam-pick ${session}: exit ${pick.code} ${pick.stdout}${pick.stderr}`);
 }
 
 /** `mam-publish`, which must exit 0. */
 export async function publishEvent(ws: Workspace, id: string, event: string, ...args: string[]): Promise<void> {
-  const r = await runBinAsync('mam-publish', ['--job', id, '--event', event, ...args], ws);
+  const r = await runInProcess('mam-publish', ['--job', id, '--event', event, ...args], ws);
   if (r.code !== 0) throw new Error(`mam-publish ${id} ${event}: exit ${r.code} ${r.stderr}`);
 }

@@ -8,7 +8,8 @@ import { buildEventPayload } from '../../src/core/wire/payloads.ts';
 import { signPayload } from '../../src/core/wire/signature.ts';
 import { spawnBin } from '../brokers/bin-process.ts';
 import { type TestBroker, startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
-import { type Workspace, runBinAsync } from '../helpers/cli.ts';
+import type { Workspace } from '../helpers/cli.ts';
+import { runInProcess } from '../helpers/in-process.ts';
 import { connectPlainClient } from '../helpers/mqtt-client.ts';
 import { waitUntil } from '../helpers/wait.ts';
 import { auditOf, recordOf } from '../publisher/publish-fixtures.ts';
@@ -28,13 +29,13 @@ interface InboxOut {
 }
 
 async function inbox(ws: Workspace, agent: string, ...args: string[]): Promise<InboxOut> {
-  const r = await runBinAsync('mam', ['inbox', '--agent', agent, ...args], ws);
+  const r = await runInProcess('mam', ['inbox', '--agent', agent, ...args], ws);
   if (r.code !== 0) throw new Error(`mam inbox exited ${r.code}: ${r.stderr}`);
   return JSON.parse(r.stdout) as InboxOut;
 }
 
 async function register(ws: Workspace, id: string, ...args: string[]): Promise<void> {
-  const r = await runBinAsync('mam-register', ['--job-id', id, '--brief', `job ${id}`, ...args], ws);
+  const r = await runInProcess('mam-register', ['--job-id', id, '--brief', `job ${id}`, ...args], ws);
   if (r.code !== 0) throw new Error(`mam-register ${id}: ${r.stderr}`);
 }
 
@@ -154,7 +155,7 @@ describe('mam inbox', () => {
       ['--agent', '../x'],
       ['--agent', 'w1', '--capabilities', 'a b'],
     ]) {
-      const r = await runBinAsync('mam', ['inbox', ...args], ws);
+      const r = await runInProcess('mam', ['inbox', ...args], ws);
       expect(r.code).toBe(64);
       expect(r.stderr).toMatch(/^ERROR: /);
     }
@@ -169,7 +170,7 @@ describe('mam inbox --text: the session-start step', () => {
     const ws = fleetWorkspace(broker.port);
     const name = `rev-${randomBytes(3).toString('hex')}`;
     const text = async () => {
-      const r = await runBinAsync('mam', ['inbox', '--agent', name, '--text'], ws);
+      const r = await runInProcess('mam', ['inbox', '--agent', name, '--text'], ws);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stderr).toBe('');
       return r.stdout;
@@ -178,8 +179,8 @@ describe('mam inbox --text: the session-start step', () => {
     expect(await text()).toBe('');
     const [forName, forCap] = ids(2);
     await register(ws, forName!, '--to', name);
-    await runBinAsync('mam-register', ['--job-id', forCap!, '--brief', 'Review PR 12\nthe long part of the brief', '--to', 'capability:review'], ws);
-    const lines = (await runBinAsync('mam', ['inbox', '--agent', name, '--capabilities', 'review', '--text'], ws)).stdout.split('\n');
+    await runInProcess('mam-register', ['--job-id', forCap!, '--brief', 'Review PR 12\nthe long part of the brief', '--to', 'capability:review'], ws);
+    const lines = (await runInProcess('mam', ['inbox', '--agent', name, '--capabilities', 'review', '--text'], ws)).stdout.split('\n');
     expect(lines).toEqual([
       `MAM inbox for ${name}: 2 jobs and 0 alerts since you last asked.`,
       `- job ${forName} (to ${name}, pending): job ${forName} — take it with: mam-pick --agent-session ${name}`,
@@ -187,6 +188,6 @@ describe('mam inbox --text: the session-start step', () => {
       '',
     ]);
     expect(await text()).toBe('');
-    expect((await runBinAsync('mam', ['inbox', '--agent', name, '--text', '--json'], ws)).code).toBe(64);
+    expect((await runInProcess('mam', ['inbox', '--agent', name, '--text', '--json'], ws)).code).toBe(64);
   });
 });

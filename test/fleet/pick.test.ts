@@ -3,7 +3,8 @@ import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { isAddressedTo, parseAddress } from '../../src/core/fleet/addressing.ts';
 import { jobRecordSchema } from '../../src/core/registry/job-record.ts';
-import { type Workspace, makeWorkspace, runBinAsync } from '../helpers/cli.ts';
+import { type Workspace, makeWorkspace } from '../helpers/cli.ts';
+import { runInProcess } from '../helpers/in-process.ts';
 
 /**
  * Addressing and capability routing (docs/coordination-reference.md): `mam-register --to`,
@@ -17,13 +18,13 @@ function workspace(): Workspace {
 }
 
 async function register(ws: Workspace, id: string, ...args: string[]): Promise<Record<string, unknown>> {
-  const r = await runBinAsync('mam-register', ['--job-id', id, '--brief', id, ...args], ws);
+  const r = await runInProcess('mam-register', ['--job-id', id, '--brief', id, ...args], ws);
   if (r.code !== 0) throw new Error(`mam-register ${id}: ${r.stderr}`);
   return JSON.parse(r.stdout) as Record<string, unknown>;
 }
 
 async function pick(ws: Workspace, session: string, caps?: string): Promise<string | undefined> {
-  const r = await runBinAsync('mam-pick', ['--agent-session', session, ...(caps ? ['--capabilities', caps] : [])], ws);
+  const r = await runInProcess('mam-pick', ['--agent-session', session, ...(caps ? ['--capabilities', caps] : [])], ws);
   if (r.code === 4) return undefined;
   if (r.code !== 0) throw new Error(`mam-pick ${session}: exit ${r.code} ${r.stderr}`);
   return (JSON.parse(r.stdout) as { job_id: string }).job_id;
@@ -81,10 +82,10 @@ describe('mam-register --to / mam-pick --capabilities', () => {
     const ws = workspace();
     expect((await register(ws, 'e0000001', '--to', 'capability:ts')).to).toBe('capability:ts');
     expect((await register(ws, 'e0000002')).to).toBeUndefined();
-    const bad = await runBinAsync('mam-register', ['--brief', 'x', '--to', 'a b'], ws);
+    const bad = await runInProcess('mam-register', ['--brief', 'x', '--to', 'a b'], ws);
     expect(bad.code).toBe(64);
     expect(bad.stderr).toMatch(/^ERROR: --to: /);
-    const clash = await runBinAsync('mam-register', ['--brief', 'x', '--to', 'alice', '--agent-session', 'bob'], ws);
+    const clash = await runInProcess('mam-register', ['--brief', 'x', '--to', 'alice', '--agent-session', 'bob'], ws);
     expect(clash.code).toBe(64);
   });
 

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { counselTopic, signCounsel } from '../../src/core/fleet/roundtable-messages.ts';
 import { wireJson } from '../../src/core/wire/canonical-json.ts';
 import { type TestBroker, describeWithBroker, startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
-import { type RunResult, type Workspace, runBinAsync } from '../helpers/cli.ts';
+import type { RunResult, Workspace } from '../helpers/cli.ts';
+import { runInProcess } from '../helpers/in-process.ts';
 import { type NatsCluster, startNatsCluster } from '../helpers/cluster-brokers.ts';
 import { connectPlainClient } from '../helpers/mqtt-client.ts';
 import { waitUntil } from '../helpers/wait.ts';
@@ -28,7 +29,7 @@ const turnId = () => `C1-${randomBytes(4).toString('hex')}-1718000000`;
 
 function roundtable(hosts: () => Workspace[], label: string) {
   const ask = (ws: Workspace, turn: string, to: string[], deadline: number) =>
-    runBinAsync(
+    runInProcess(
       'mam',
       ['roundtable', 'ask', '--turn', turn, '--agent', 'ada', ...to.flatMap((t) => ['--to', t]), '--question', 'which parser?', '--deadline', String(deadline)],
       ws,
@@ -37,7 +38,7 @@ function roundtable(hosts: () => Workspace[], label: string) {
       },
     );
   const counsel = (ws: Workspace, turn: string, agent: string, text: string, ...args: string[]) =>
-    runBinAsync('mam', ['roundtable', 'counsel', '--turn', turn, '--agent', agent, '--text', text, ...args], ws);
+    runInProcess('mam', ['roundtable', 'counsel', '--turn', turn, '--agent', agent, '--text', text, ...args], ws);
   const invited = (ws: Workspace, turn: string) => waitUntil(() => fleetAudit(ws).some((e) => e.type === 'roundtable_invited' && e.turn_id === turn), 10_000);
   const ok = (r: RunResult, code = 0) => expect(r.code, r.stderr).toBe(code);
 
@@ -59,7 +60,7 @@ function roundtable(hosts: () => Workspace[], label: string) {
     const again = await counsel(bob!, turn, 'bob', 'changed my mind');
     ok(again, 5);
     expect(jsonOut(again)).toMatchObject({ given: false, reason: 'already_given' });
-    const shown = jsonOut(await runBinAsync('mam', ['roundtable', 'show', '--turn', turn], ada!)) as Table;
+    const shown = jsonOut(await runInProcess('mam', ['roundtable', 'show', '--turn', turn], ada!)) as Table;
     expect(shown.counsel.map((c) => c.text)).toEqual(['the hand-written one: it reports positions']);
   });
 
@@ -80,7 +81,7 @@ function roundtable(hosts: () => Workspace[], label: string) {
     ok(late);
     expect(jsonOut(late)).toMatchObject({ given: true, late: true });
     expect(late.stderr).toMatch(/^warning: counsel after the deadline/m);
-    const shown = jsonOut(await runBinAsync('mam', ['roundtable', 'show', '--turn', turn], ada!)) as Table;
+    const shown = jsonOut(await runInProcess('mam', ['roundtable', 'show', '--turn', turn], ada!)) as Table;
     expect(shown.counsel.map((c) => c.agent)).toEqual(['bob']);
     expect(shown.late.map((c) => c.agent)).toEqual(['cy']);
     expect(shown.missing).toEqual([]);
@@ -99,24 +100,24 @@ describe('mam roundtable on the embedded broker', () => {
   it('an agent that was away finds the invitation in its inbox until it answers; by capability too', { timeout: 60_000 }, async () => {
     const [ada, bob] = hosts();
     const turn = turnId();
-    const asking = runBinAsync(
+    const asking = runInProcess(
       'mam',
       ['roundtable', 'ask', '--turn', turn, '--agent', 'ada', '--to', 'capability:review', '--question', 'is this safe?\nlong context', '--deadline', '6'],
       ada!,
       { timeoutMs: 30_000 },
     );
     expect(await waitUntil(() => fleetAudit(ada!).some((e) => e.type === 'roundtable_invited'), 10_000)).toBe(true);
-    const inbox = async () => jsonOut(await runBinAsync('mam', ['inbox', '--agent', 'bob', '--capabilities', 'review,ts'], bob!)).invitations;
+    const inbox = async () => jsonOut(await runInProcess('mam', ['inbox', '--agent', 'bob', '--capabilities', 'review,ts'], bob!)).invitations;
     expect(await inbox()).toEqual([
       { turn_id: turn, from: 'ada', as: 'capability:review', question: 'is this safe?\nlong context', deadline: expect.any(String) },
     ]);
-    const text = await runBinAsync('mam', ['inbox', '--agent', 'bob', '--capabilities', 'review', '--text'], bob!);
+    const text = await runInProcess('mam', ['inbox', '--agent', 'bob', '--capabilities', 'review', '--text'], bob!);
     expect(text.stdout).toContain(`- roundtable: ada asks for your counsel on turn ${turn} by `);
     expect(text.stdout).toContain(`is this safe? — answer with: mam roundtable counsel --turn ${turn} --agent bob --text "…"`);
     // Not one of its capabilities: no invitation, and counsel is refused.
-    expect(jsonOut(await runBinAsync('mam', ['inbox', '--agent', 'cy', '--capabilities', 'docs'], bob!)).invitations).toEqual([]);
-    expect((await runBinAsync('mam', ['roundtable', 'counsel', '--turn', turn, '--agent', 'cy', '--capabilities', 'docs', '--text', 'x'], bob!)).code).toBe(4);
-    const given = await runBinAsync('mam', ['roundtable', 'counsel', '--turn', turn, '--agent', 'bob', '--capabilities', 'review', '--text', 'safe'], bob!);
+    expect(jsonOut(await runInProcess('mam', ['inbox', '--agent', 'cy', '--capabilities', 'docs'], bob!)).invitations).toEqual([]);
+    expect((await runInProcess('mam', ['roundtable', 'counsel', '--turn', turn, '--agent', 'cy', '--capabilities', 'docs', '--text', 'x'], bob!)).code).toBe(4);
+    const given = await runInProcess('mam', ['roundtable', 'counsel', '--turn', turn, '--agent', 'bob', '--capabilities', 'review', '--text', 'safe'], bob!);
     expect(given.code, given.stderr).toBe(0);
     expect(await inbox()).toEqual([]);
     const table = jsonOut(await asking) as Table;
@@ -127,7 +128,7 @@ describe('mam roundtable on the embedded broker', () => {
   it('forged counsel — another key, unsigned, on another agent’s topic, to an earlier invitation — is refused and audited', { timeout: 60_000 }, async () => {
     const [ada] = hosts();
     const turn = turnId();
-    const asking = runBinAsync('mam', ['roundtable', 'ask', '--turn', turn, '--agent', 'ada', '--to', 'bob', '--question', 'q', '--deadline', '3'], ada!, {
+    const asking = runInProcess('mam', ['roundtable', 'ask', '--turn', turn, '--agent', 'ada', '--to', 'bob', '--question', 'q', '--deadline', '3'], ada!, {
       timeoutMs: 30_000,
     });
     expect(await waitUntil(() => fleetAudit(ada!).some((e) => e.type === 'roundtable_invited'), 10_000)).toBe(true);
@@ -177,13 +178,13 @@ describe('mam roundtable on the embedded broker', () => {
   it('bad flags are 64; no invitation is 4; no roundtable to show is 66', { timeout: 30_000 }, async () => {
     const [ada] = hosts();
     const turn = turnId();
-    expect((await runBinAsync('mam', ['roundtable', 'ask', '--turn', turn, '--agent', 'ada', '--question', 'q'], ada!)).code).toBe(64);
-    expect((await runBinAsync('mam', ['roundtable', 'ask', '--turn', turn, '--agent', 'ada', '--to', 'ada', '--question', 'q'], ada!)).code).toBe(64);
-    expect((await runBinAsync('mam', ['roundtable', 'counsel', '--turn', turn, '--agent', 'bob', '--text', '  '], ada!)).code).toBe(64);
-    const none = await runBinAsync('mam', ['roundtable', 'counsel', '--turn', turn, '--agent', 'bob', '--text', 'x'], ada!);
+    expect((await runInProcess('mam', ['roundtable', 'ask', '--turn', turn, '--agent', 'ada', '--question', 'q'], ada!)).code).toBe(64);
+    expect((await runInProcess('mam', ['roundtable', 'ask', '--turn', turn, '--agent', 'ada', '--to', 'ada', '--question', 'q'], ada!)).code).toBe(64);
+    expect((await runInProcess('mam', ['roundtable', 'counsel', '--turn', turn, '--agent', 'bob', '--text', '  '], ada!)).code).toBe(64);
+    const none = await runInProcess('mam', ['roundtable', 'counsel', '--turn', turn, '--agent', 'bob', '--text', 'x'], ada!);
     expect(none.code).toBe(4);
     expect(jsonOut(none)).toMatchObject({ given: false, reason: 'no_invitation' });
-    const show = await runBinAsync('mam', ['roundtable', 'show', '--turn', turn], ada!);
+    const show = await runInProcess('mam', ['roundtable', 'show', '--turn', turn], ada!);
     expect(show.code).toBe(66);
     expect(show.stderr).toBe(`ERROR: no roundtable for turn ${turn}\n`);
   });

@@ -13,27 +13,37 @@ import {
   type WatchedPayload,
   buildEventPayload,
   canonicalJson,
-  close,
   computeHmac,
   eventsTopic,
   loadConfig,
   parseWireJson,
-  pick,
-  publish,
-  redispatch,
-  register,
-  show,
   signPayload,
   stateTopic,
   verifyPayload,
-  watch,
   wireJson,
 } from '../../src/api/index.ts';
 import { type TestBroker, startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
 import { REPO_ROOT, type Workspace, makeWorkspace, runBin, runBinAsync } from '../helpers/cli.ts';
 import { freePort } from '../helpers/free-port.ts';
 import { connectPlainClient, receivedMessages } from '../helpers/mqtt-client.ts';
+import { withoutLeaks } from '../helpers/in-process.ts';
 import { waitUntil } from '../helpers/wait.ts';
+
+/**
+ * The operations, each checked to leave no socket, timer or handle behind in the caller's process
+ * once it has settled (test/helpers/in-process.ts): an embedding program lives on after each call.
+ */
+const checked =
+  <A extends unknown[], R>(name: string, op: (...args: A) => Promise<R>) =>
+  (...args: A): Promise<R> =>
+    withoutLeaks(`api.${name}`, () => op(...args));
+const register = checked('register', publicApi.register);
+const publish = checked('publish', publicApi.publish);
+const watch = checked('watch', publicApi.watch);
+const close = checked('close', publicApi.close);
+const show = checked('show', publicApi.show);
+const pick = checked('pick', publicApi.pick);
+const redispatch = checked('redispatch', publicApi.redispatch);
 
 /**
  * The library API (src/api) as a program that embeds MAM uses it: its operations end to end against
@@ -129,8 +139,9 @@ describe('library API: publish and watch', () => {
       'not-the-job-token-but-long-enough',
     );
     const client = await connectPlainClient(broker.url);
-    onTestFinished(() => client.endAsync());
     await client.publishAsync(eventsTopic(api.config.topicRoot, jobId), wireJson(forged), { qos: 1 });
+    // Gone before the watch ends, which is checked for what it leaves behind.
+    await client.endAsync();
     const events = path.join(api.config.logDir, jobId, 'events.ndjson');
     expect(await waitUntil(() => readFileSync(events, 'utf8').includes('"reason":"hmac"'), 5_000)).toBe(true);
     expect(seen).toEqual([]);

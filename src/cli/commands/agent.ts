@@ -1,13 +1,11 @@
 import os from 'node:os';
 import * as z from 'zod/mini';
-import { configSecrets } from '../../core/config/config.ts';
 import { UsageError } from '../../core/errors.ts';
 import { agentNameSchema, parseCapabilities } from '../../core/fleet/fleet-names.ts';
-import { loadContext, warnIfPublicSandbox } from '../context.ts';
+import { warnIfPublicSandbox } from '../context.ts';
 import { secondsFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
-import { stopSignal } from '../signals.ts';
 
 const upOptions = z.object({
   name: agentNameSchema,
@@ -32,11 +30,12 @@ const upCommand = defineCommand({
     if (typeof capabilities === 'string') throw new UsageError(`--capabilities: ${capabilities}`);
     return { ...opts, capabilities, host: opts.host ?? os.hostname() };
   },
-  async run(opts) {
-    const stop = stopSignal();
-    const { config } = loadContext(opts);
-    await warnIfPublicSandbox(config);
-    const [{ AgentPresence }, { createLogger }] = await Promise.all([import('../../core/fleet/agent-presence.ts'), import('../../core/log.ts')]);
+  async run(opts, ctx) {
+    const stop = ctx.stopSignal();
+    const config = ctx.config();
+    await warnIfPublicSandbox(ctx);
+    const { AgentPresence } = await import('../../core/fleet/agent-presence.ts');
+    const log = await ctx.logger('mam-agent');
     const agent = new AgentPresence(
       config,
       {
@@ -44,9 +43,9 @@ const upCommand = defineCommand({
         host: opts.host,
         capabilities: opts.capabilities,
         refreshSec: opts.refresh,
-        log: createLogger('mam-agent', config.logLevel, configSecrets(config)),
+        log,
         // Like SUBSCRIBED: always printed, whatever the log level; scripts wait for it.
-        onOnline: (broker) => process.stderr.write(`ONLINE ${opts.name} ${broker}\n`),
+        onOnline: (broker) => ctx.io.err.write(`ONLINE ${opts.name} ${broker}\n`),
       },
       config.registryDir,
     );

@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import { loadContext, warnIfPublicSandbox } from '../context.ts';
+import { warnIfPublicSandbox } from '../context.ts';
 import { parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
 
@@ -13,13 +13,14 @@ export const agentsCommand = defineCommand({
   summary: 'list the fleet: name, host, capabilities, online/offline/stale, last_seen, current job',
   configure: (cmd) => registryOption(cmd).option('--json', 'one JSON array instead of a table'),
   parse: (raw) => parseOptions(agentsOptions, raw),
-  async run(opts) {
-    const { config, registry } = loadContext(opts);
-    await warnIfPublicSandbox(config);
+  async run(opts, ctx) {
+    const config = ctx.config();
+    const registry = ctx.registry();
+    await warnIfPublicSandbox(ctx);
     const { readPresence, agentRows } = await import('../../core/fleet/presence-reader.ts');
     const rows = agentRows(await readPresence(config), registry);
     if (opts.json) {
-      process.stdout.write(`${JSON.stringify(rows)}\n`);
+      ctx.io.out.write(`${JSON.stringify(rows)}\n`);
       return;
     }
     const table = [
@@ -34,6 +35,6 @@ export const agentsCommand = defineCommand({
       ]),
     ];
     const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
-    process.stdout.write(`${table.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n')}\n`);
+    ctx.io.out.write(`${table.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n')}\n`);
   },
 });

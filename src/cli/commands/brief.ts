@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import { loadContext } from '../context.ts';
+
 import { jobIdFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
@@ -16,10 +16,10 @@ export const briefCommand = defineCommand({
   configure: (cmd) =>
     registryOption(cmd).requiredOption('--job <id>', 'job id').option('--preamble-only', 'only the instructions on reporting, without the brief'),
   parse: (raw) => parseOptions(briefOptions, raw),
-  async run(opts) {
-    const { registry } = loadContext(opts);
+  async run(opts, ctx) {
+    const registry = ctx.registry();
     const { agentPrompt, renderPreamble } = await import('../../core/agents/preamble.ts');
     const record = registry.read(opts.job);
-    process.stdout.write(opts.preambleOnly ? renderPreamble(record) : agentPrompt(record));
+    ctx.io.out.write(opts.preambleOnly ? renderPreamble(record) : agentPrompt(record));
   },
 });

@@ -1,10 +1,9 @@
 import path from 'node:path';
 import * as z from 'zod/mini';
-import { warn } from '../context.ts';
+
 import { nonEmptyFlag, portFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
 import { defineCommand } from '../program.ts';
-import { stopSignal } from '../signals.ts';
 
 const brokerOptions = z.object({
   port: z.optional(portFlag),
@@ -35,21 +34,19 @@ export const brokerCommand = defineCommand({
       .option('--data <dir>', 'persistence folder (default <root>/.mam/broker)')
       .addHelpText('after', HELP),
   parse: (raw) => parseOptions(brokerOptions, raw),
-  async run(opts) {
+  async run(opts, ctx) {
     // Installed before the broker starts, so that no signal is missed.
-    const stopped = stopSignal();
-    const [{ loadConfig, configSecrets }, { createLogger }, { startEmbeddedBroker }, { planListen }] = await Promise.all([
-      import('../../core/config/config.ts'),
-      import('../../core/log.ts'),
+    const stopped = ctx.stopSignal();
+    const [{ startEmbeddedBroker }, { planListen }] = await Promise.all([
       import('../../core/broker/embedded-broker.ts'),
       import('../../core/broker/listen-plan.ts'),
     ]);
-    const config = loadConfig();
+    const config = ctx.config();
     const plan = planListen(opts, config.broker);
-    for (const w of plan.warnings) warn(w);
-    const dataDir = opts.data === undefined ? path.join(config.root, '.mam', 'broker') : path.resolve(opts.data);
+    for (const w of plan.warnings) ctx.warn(w);
+    const dataDir = opts.data === undefined ? path.join(config.root, '.mam', 'broker') : path.resolve(ctx.cwd, opts.data);
     // A broker is a long-lived server: its connection log is the point, so info unless asked otherwise.
-    const log = createLogger('mam-broker', process.env.MAM_LOG_LEVEL ? config.logLevel : 'info', configSecrets(config));
+    const log = await ctx.logger('mam-broker', { level: ctx.env.MAM_LOG_LEVEL ? config.logLevel : 'info' });
     const broker = await startEmbeddedBroker({
       host: plan.host,
       port: plan.port,
@@ -61,11 +58,10 @@ export const brokerCommand = defineCommand({
     const ws = broker.wsPort === undefined ? '' : ` and ${url('ws', broker.host, broker.wsPort)}`;
     const who = plan.auth ? `, user ${plan.auth.username}` : '';
     // One plain line that scripts and tests wait for, whatever the log level.
-    process.stderr.write(`mam broker listening on ${url('mqtt', broker.host, broker.port)}${ws} (data ${dataDir}${who})\n`);
+    ctx.io.err.write(`mam broker listening on ${url('mqtt', broker.host, broker.port)}${ws} (data ${dataDir}${who})\n`);
     const signal = await stopped;
     log.info({ signal }, 'stopping');
     await broker.close();
-    process.stderr.write('mam broker stopped\n');
-    return 0;
+    ctx.io.err.write('mam broker stopped\n');
   },
 });

@@ -1,8 +1,7 @@
 import * as z from 'zod/mini';
 import { agentNameSchema, turnIdSchema } from '../../core/fleet/fleet-names.ts';
 import { claimTurn } from '../claim-turn.ts';
-import { loadContext } from '../context.ts';
-import { ExitCode } from '../exit-codes.ts';
+
 import { countFlag, secondsFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
@@ -27,10 +26,9 @@ export const claimCommand = defineCommand({
       .option('--broker', 'claim across hosts over the broker (signed bids) instead of in the registry')
       .option('--settle-ms <ms>', 'with --broker: how long bids are listened for (default 1000)'),
   parse: (raw) => parseOptions(claimOptions, raw),
-  async run(opts) {
-    const { config, registry } = loadContext(opts);
-    const result = await claimTurn(config, registry, { turnId: opts.turn, agent: opts.agent, ttlSec: opts.ttl, broker: opts.broker, settleMs: opts.settleMs });
-    process.stdout.write(`${JSON.stringify(result)}\n`);
-    return result.won ? ExitCode.ok : ExitCode.claimLost;
+  async run(opts, ctx) {
+    const result = await claimTurn(ctx, { turnId: opts.turn, agent: opts.agent, ttlSec: opts.ttl, broker: opts.broker, settleMs: opts.settleMs });
+    ctx.io.out.write(`${JSON.stringify(result)}\n`);
+    return { kind: 'claim', won: result.won };
   },
 });

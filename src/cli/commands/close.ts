@@ -1,7 +1,7 @@
 import * as z from 'zod/mini';
 import { publicView } from '../../core/registry/job-record.ts';
 import { CLOSE_REQUESTS } from '../../core/vocabulary.ts';
-import { loadContext, warnIfPublicSandbox } from '../context.ts';
+import { warnIfPublicSandbox } from '../context.ts';
 import { jobIdFlag } from '../flags.ts';
 import { parseOptions, printJson } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
@@ -22,12 +22,13 @@ export const closeCommand = defineCommand({
       .requiredOption('--request <request>', CLOSE_REQUESTS.join(' | '))
       .option('--json', 'print the record as JSON (the default)'),
   parse: (raw) => parseOptions(closeOptions, raw),
-  async run(opts) {
-    const { config, registry } = loadContext(opts);
-    await warnIfPublicSandbox(config);
+  async run(opts, ctx) {
+    const config = ctx.config();
+    const registry = ctx.registry();
+    await warnIfPublicSandbox(ctx);
     const { closeJob } = await import('../../core/publisher/close-state.ts');
     const { record, notice } = await closeJob(config, registry, opts.job, opts.request);
-    printJson(publicView(record));
-    if (notice) process.stderr.write(`warning: job ${record.job_id} closed, but watchers were not told over the broker (${notice.message})\n`);
+    printJson(ctx.io.out, publicView(record));
+    if (notice) ctx.io.err.write(`warning: job ${record.job_id} closed, but watchers were not told over the broker (${notice.message})\n`);
   },
 });

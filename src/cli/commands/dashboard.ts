@@ -1,12 +1,10 @@
 import * as z from 'zod/mini';
-import { configSecrets } from '../../core/config/config.ts';
 import { parseOriginList, trustedOriginSchema } from '../../core/dashboard/origin-policy.ts';
 import { ConfigError } from '../../core/errors.ts';
-import { loadContext, warn, warnIfPublicSandbox } from '../context.ts';
+import { warnIfPublicSandbox } from '../context.ts';
 import { nonEmptyFlag, portFlag } from '../flags.ts';
 import { collect, parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
-import { stopSignal } from '../signals.ts';
 
 /** The default port: nothing common sits there (6260 spells "mam0" on a phone keypad). */
 export const DEFAULT_DASHBOARD_PORT = 6260;
@@ -43,24 +41,24 @@ export const dashboardCommand = defineCommand({
       .option('--trusted-origin <origin>', "a reverse proxy's origin (https://host[:port]) whose pages may log in and act (repeatable)", collect)
       .addHelpText('after', HELP),
   parse: (raw) => parseOptions(dashboardOptions, raw),
-  async run(opts) {
+  async run(opts, ctx) {
     // Installed before the server starts, so that no signal is missed.
-    const stopped = stopSignal();
-    const { config, registry } = loadContext(opts);
-    await warnIfPublicSandbox(config);
-    const [{ startDashboard }, { isLoopbackHost }, { createLogger }, { mergeEnv, readEnvFile }] = await Promise.all([
+    const stopped = ctx.stopSignal();
+    const config = ctx.config();
+    const registry = ctx.registry();
+    await warnIfPublicSandbox(ctx);
+    const [{ startDashboard }, { isLoopbackHost }, { mergeEnv, readEnvFile }] = await Promise.all([
       import('../../core/dashboard/dashboard.ts'),
       import('../../core/dashboard/auth-gate.ts'),
-      import('../../core/log.ts'),
       import('../../core/config/env-file.ts'),
     ]);
     // Read like every other variable (environment, else .mam.env), but kept out of MamConfig: only this command may see it.
-    const env = mergeEnv(readEnvFile(process.env, config.root), process.env);
+    const env = mergeEnv(readEnvFile(ctx.env, config.root, ctx.cwd), ctx.env);
     const token = env.MAM_DASHBOARD_TOKEN || undefined;
     const dashboard = await startDashboard({
       config,
       registry,
-      log: createLogger('mam-dashboard', config.logLevel, [...configSecrets(config), token]),
+      log: await ctx.logger('mam-dashboard', { extraSecrets: token === undefined ? [] : [token] }),
       host: opts.host,
       port: opts.port,
       token,
@@ -69,15 +67,14 @@ export const dashboardCommand = defineCommand({
       registryFlag: opts.registry === undefined ? undefined : config.registryDir,
     });
     // One plain line that scripts and tests wait for, whatever the log level.
-    process.stderr.write(`mam dashboard on ${dashboard.url}\n`);
+    ctx.io.err.write(`mam dashboard on ${dashboard.url}\n`);
     // The token gate keeps strangers out; it cannot keep the wire private. That is TLS's job, in front.
     if (!isLoopbackHost(opts.host)) {
-      warn(`${dashboard.url} is plain HTTP: the token and the session cookie cross the network readable; put a TLS proxy in front or use an SSH tunnel`);
+      ctx.warn(`${dashboard.url} is plain HTTP: the token and the session cookie cross the network readable; put a TLS proxy in front or use an SSH tunnel`);
     }
     await stopped;
     await dashboard.close();
-    process.stderr.write('mam dashboard stopped\n');
-    return 0;
+    ctx.io.err.write('mam dashboard stopped\n');
   },
 });
 

@@ -1,6 +1,6 @@
 import * as z from 'zod/mini';
 import { type DecisionKind, MAX_REASON_CHARS } from '../../core/control/decision.ts';
-import { loadContext, warnIfPublicSandbox } from '../context.ts';
+import { warnIfPublicSandbox } from '../context.ts';
 import { countFlag, jobIdFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
 import { type CommandSpec, defineCommand, registryOption } from '../program.ts';
@@ -34,9 +34,10 @@ function decideCommand(name: 'approve' | 'deny', decision: DecisionKind): Comman
         )
         .option('--attempts <n>', 'delivery tries in total (default 3)'),
     parse: (raw) => parseOptions(decideOptions, raw),
-    async run(opts) {
-      const { config, registry } = loadContext(opts);
-      await warnIfPublicSandbox(config);
+    async run(opts, ctx) {
+      const config = ctx.config();
+      const registry = ctx.registry();
+      await warnIfPublicSandbox(ctx);
       const [{ sendDecision }, { wireJson }] = await Promise.all([import('../../core/control/send-decision.ts'), import('../../core/wire/canonical-json.ts')]);
       const sent = await sendDecision(config, registry, {
         jobId: opts.job,
@@ -45,7 +46,7 @@ function decideCommand(name: 'approve' | 'deny', decision: DecisionKind): Comman
         requestSeq: opts.seq,
         attempts: opts.attempts,
       });
-      process.stdout.write(`${wireJson(sent.payload)}\n`);
+      ctx.io.out.write(`${wireJson(sent.payload)}\n`);
     },
   });
 }

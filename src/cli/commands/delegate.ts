@@ -1,19 +1,15 @@
 import * as z from 'zod/mini';
-import { configSecrets } from '../../core/config/config.ts';
 import { AGENT_NAMES } from '../../core/agents/presets.ts';
 import type { DelegationStatus, SessionDeliverer } from '../../core/delegate/delegation.ts';
 import { UsageError } from '../../core/errors.ts';
 import { resolveJobLimits } from '../../core/registry/job-limits.ts';
-import type { MamConfig } from '../../core/config/config.ts';
-import type { Registry } from '../../core/registry/registry.ts';
 import { sessionNameSchema } from '../../core/sessions/session-record.ts';
-import { loadContext, warn, warnIfPublicSandbox } from '../context.ts';
+import { type CommandContext, warnIfPublicSandbox } from '../context.ts';
 import { limitFlag } from '../flags.ts';
-import { delegationExit, watchExit } from '../exit-codes.ts';
+import { watchExit } from '../exit-codes.ts';
 import { askedLimits, jobFlags, jobOptionsShape, readBrief } from '../job-options.ts';
 import { parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
-import { stopSignal } from '../signals.ts';
 
 const delegateOptions = z.object({
   ...jobOptionsShape,
@@ -30,8 +26,8 @@ const delegateOptions = z.object({
 });
 
 /** The live line for a person at a terminal: job, status, last event, time since it. */
-function statusLine(s: DelegationStatus): string {
-  const since = s.lastEventAt === null ? '-' : `${Math.round((Date.now() - s.lastEventAt) / 1000)}s ago`;
+function statusLine(s: DelegationStatus, now: number): string {
+  const since = s.lastEventAt === null ? '-' : `${Math.round((now - s.lastEventAt) / 1000)}s ago`;
   return `[${s.jobId}] ${s.status} · last ${s.lastEvent ?? 'none'} ${since}`;
 }
 
@@ -42,18 +38,18 @@ export function permissionLine(jobId: string, seq: number, detail: string): stri
 }
 
 /** `--session N`: the job goes to that session's agent once it is idle (src/core/sessions/session-delivery.ts). */
-async function sessionDeliverer(config: MamConfig, registry: Registry, name: string, waitIdleSec: number | undefined): Promise<SessionDeliverer> {
+async function sessionDeliverer(ctx: CommandContext, name: string, waitIdleSec: number | undefined): Promise<SessionDeliverer> {
   const [{ SessionStore }, { SessionJobAgent, DEFAULT_WAIT_IDLE_MS }] = await Promise.all([
     import('../../core/sessions/session-store.ts'),
     import('../../core/sessions/session-delivery.ts'),
   ]);
-  const store = new SessionStore(registry);
+  const store = new SessionStore(ctx.registry());
   store.read(name);
-  const ctx = { config, registry, store, server: { env: process.env }, warn };
+  const sessions = { config: ctx.config(), registry: ctx.registry(), store, server: { env: ctx.env }, warn: ctx.warn };
   const waitMs = waitIdleSec === undefined ? DEFAULT_WAIT_IDLE_MS : waitIdleSec * 1000;
   return async (record, cancelled) => {
-    const agent = await SessionJobAgent.deliver(ctx, name, record, waitMs, cancelled);
-    process.stderr.write(`job ${record.job_id} handed to session ${name}\n`);
+    const agent = await SessionJobAgent.deliver(sessions, name, record, waitMs, cancelled);
+    ctx.io.err.write(`job ${record.job_id} handed to session ${name}\n`);
     return agent;
   };
 }
@@ -84,26 +80,23 @@ export const delegateCommand = defineCommand({
       throw new UsageError('--agent-session: not with --session (the job is for that session)');
     return opts;
   },
-  async run(opts) {
-    const brief = readBrief(opts);
-    const { config, registry } = loadContext(opts);
-    await warnIfPublicSandbox(config);
+  async run(opts, ctx) {
+    const brief = readBrief(opts, { stdin: ctx.io.stdin, cwd: ctx.cwd });
+    const config = ctx.config();
+    const registry = ctx.registry();
+    await warnIfPublicSandbox(ctx);
     // Checked before the job is registered: a missing tmux must not leave a pending job behind.
-    const pane = opts.pane === undefined ? undefined : await (await import('../pane-launch.ts')).tmuxPaneStarter();
+    const pane = opts.pane === undefined ? undefined : await (await import('../pane-launch.ts')).tmuxPaneStarter(ctx);
     // A session that does not exist is a usage problem of this command (exit 66), before any job is registered.
-    const session = opts.session === undefined ? undefined : await sessionDeliverer(config, registry, opts.session, opts.waitIdle);
-    const [{ Delegation }, { createLogger }, output] = await Promise.all([
-      import('../../core/delegate/delegation.ts'),
-      import('../../core/log.ts'),
-      import('../../core/subscriber/output.ts'),
-    ]);
-    const human = process.stdout.isTTY && !opts.json;
+    const session = opts.session === undefined ? undefined : await sessionDeliverer(ctx, opts.session, opts.waitIdle);
+    const [{ Delegation }, output] = await Promise.all([import('../../core/delegate/delegation.ts'), import('../../core/subscriber/output.ts')]);
+    const human = ctx.io.out.isTTY && !opts.json;
     let live = '';
     const write = (text: string) => {
       // On a terminal the status line is redrawn under the events; in a pipe stdout stays JSON lines.
-      if (human && live) process.stdout.write('\r\x1b[K');
-      process.stdout.write(text);
-      if (human && live) process.stdout.write(live);
+      if (human && live) ctx.io.out.write('\r\x1b[K');
+      ctx.io.out.write(text);
+      if (human && live) ctx.io.out.write(live);
     };
     let ticker: NodeJS.Timeout | undefined;
     let last: DelegationStatus | undefined;
@@ -116,38 +109,38 @@ export const delegateCommand = defineCommand({
       embeddedBroker: opts.embeddedBroker,
       write,
       format: human ? output.prettyLine : output.jsonLine,
-      log: createLogger('mam-delegate', config.logLevel, configSecrets(config)),
-      stopSignal: stopSignal(),
-      onEmbeddedBroker: ({ host, port }) => process.stderr.write(`mam delegate: no broker at ${host}:${port}; started the embedded one there for this job\n`),
+      log: await ctx.logger('mam-delegate'),
+      stopSignal: ctx.stopSignal(),
+      onEmbeddedBroker: ({ host, port }) => ctx.io.err.write(`mam delegate: no broker at ${host}:${port}; started the embedded one there for this job\n`),
       onRegistered: (record) => {
-        process.stderr.write(`job ${record.job_id} registered\n`);
+        ctx.io.err.write(`job ${record.job_id} registered\n`);
         if (!human) return;
         last = { jobId: record.job_id, status: 'pending', lastEvent: null, lastEventAt: null };
         ticker = setInterval(() => {
-          live = statusLine(last!);
-          process.stdout.write(`\r\x1b[K${live}`);
+          live = statusLine(last!, ctx.now());
+          ctx.io.out.write(`\r\x1b[K${live}`);
         }, 1000);
       },
-      onSubscribed: ({ watching, broker }) => process.stderr.write(`SUBSCRIBED ${watching} ${broker}\n`),
+      onSubscribed: ({ watching, broker }) => ctx.io.err.write(`SUBSCRIBED ${watching} ${broker}\n`),
       onStatus: (s) => (last = s),
       onPermissionRequired: ({ jobId, seq, detail }) => {
         // JSON lines stay as they are (the event is one of them); a person gets the answer to type.
         if (human) write(`${permissionLine(jobId, seq, detail)}\n`);
-        else process.stderr.write(`job ${jobId}: permission required (seq ${seq}): mam approve --job ${jobId} --seq ${seq}, or mam deny\n`);
+        else ctx.io.err.write(`job ${jobId}: permission required (seq ${seq}): mam approve --job ${jobId} --seq ${seq}, or mam deny\n`);
       },
     });
     try {
       const outcome = await delegation.run();
       const { line } = watchExit(outcome.watch);
-      if (line) process.stderr.write(`${line}\n`);
+      if (line) ctx.io.err.write(`${line}\n`);
       if (outcome.closed)
-        process.stderr.write(
+        ctx.io.err.write(
           `job ${outcome.jobId}: closed ${outcome.closed.status} (${outcome.closed.reason}${outcome.closed.why ? `: ${outcome.closed.why}` : ''})\n`,
         );
-      return delegationExit(outcome);
+      return { kind: 'delegation', delegation: outcome };
     } finally {
       clearInterval(ticker);
-      if (human && live) process.stdout.write('\r\x1b[K');
+      if (human && live) ctx.io.out.write('\r\x1b[K');
     }
   },
 });

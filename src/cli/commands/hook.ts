@@ -1,9 +1,8 @@
-import { readFileSync } from 'node:fs';
 import * as z from 'zod/mini';
 import { HOOK_SOURCES, hookInputChannel } from '../../core/agents/hook-events.ts';
 import { UsageError } from '../../core/errors.ts';
 import { sessionNameSchema } from '../../core/sessions/session-record.ts';
-import { loadContext, warn } from '../context.ts';
+
 import { countFlag, dispatchTokenFlag, jobIdFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
@@ -23,12 +22,6 @@ const hookOptions = z.object({
 
 /** Hook input is small; a runaway stdin is cut rather than read into memory whole. */
 const MAX_HOOK_INPUT = 1024 * 1024;
-
-function readStdin(): string {
-  const text = readFileSync(0, 'utf8');
-  if (text.length > MAX_HOOK_INPUT) throw new UsageError(`mam hook: the hook input is over ${MAX_HOOK_INPUT} bytes`);
-  return text;
-}
 
 export const hookCommand = defineCommand({
   name: 'hook',
@@ -54,14 +47,15 @@ export const hookCommand = defineCommand({
       throw new UsageError(`--payload: only with --from codex-notify (--from ${opts.from} reads stdin)`);
     return { ...opts, exitCode: opts.exitCode === undefined ? undefined : Number(opts.exitCode) };
   },
-  async run(opts) {
-    const { config, registry } = loadContext(opts);
+  async run(opts, ctx) {
+    const config = ctx.config();
+    const registry = ctx.registry();
     const [{ hookAction }, { publishHookAction }] = await Promise.all([
       import('../../core/agents/hook-events.ts'),
       import('../../core/agents/hook-publish.ts'),
     ]);
     const channel = hookInputChannel(opts.from);
-    const input = channel === 'stdin' ? readStdin() : channel === 'argument' ? (opts.payload ?? '') : '';
+    const input = channel === 'stdin' ? ctx.io.stdin.readAll(MAX_HOOK_INPUT, 'mam hook: the hook input') : channel === 'argument' ? (opts.payload ?? '') : '';
     const wrapper = opts.on === undefined ? undefined : { on: opts.on, exitCode: opts.exitCode };
     const fence = { attemptId: opts.attemptId, dispatchToken: opts.expectDispatchToken };
     let outcome: Awaited<ReturnType<typeof publishHookAction>>;
@@ -80,11 +74,11 @@ export const hookCommand = defineCommand({
     }
     // Nothing on stdout: Claude Code adds a SessionStart hook's stdout to the agent's context.
     if ('skipped' in outcome) {
-      if (config.logLevel === 'debug' || config.logLevel === 'trace') warn(`job ${jobId ?? '-'}: hook skipped: ${outcome.skipped}`);
+      if (config.logLevel === 'debug' || config.logLevel === 'trace') ctx.warn(`job ${jobId ?? '-'}: hook skipped: ${outcome.skipped}`);
       return;
     }
     // Exit 2 would block the agent (a Stop hook's exit 2 keeps Claude going): the event is on disk,
     // and the heartbeat or the next event carries the news once the broker is back.
-    if (outcome.notDelivered) warn(`job ${jobId}: ${outcome.published} recorded, not delivered yet (${outcome.notDelivered.message})`);
+    if (outcome.notDelivered) ctx.warn(`job ${jobId}: ${outcome.published} recorded, not delivered yet (${outcome.notDelivered.message})`);
   },
 });

@@ -4,7 +4,7 @@ import { agentNameSchema, parseCapabilities } from '../../core/fleet/fleet-names
 import type { MamConfig } from '../../core/config/config.ts';
 import type { Invitation } from '../../core/fleet/roundtable.ts';
 import { BrokerError } from '../../core/mqtt/broker-errors.ts';
-import { loadContext, warn } from '../context.ts';
+
 import { parseOptions, printJson } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
 
@@ -41,17 +41,18 @@ export const inboxCommand = defineCommand({
     if (opts.json && opts.text) throw new UsageError('--json or --text, not both');
     return { ...opts, capabilities };
   },
-  async run(opts) {
-    const { config, registry } = loadContext(opts);
+  async run(opts, ctx) {
+    const config = ctx.config();
+    const registry = ctx.registry();
     const [{ takeInbox }, { readAgentCapabilities }] = await Promise.all([import('../../core/fleet/inbox.ts'), import('../../core/fleet/agent-card.ts')]);
     const capabilities = opts.capabilities ?? readAgentCapabilities(config.registryDir, opts.agent);
     const inbox = {
       ...(await takeInbox(registry, config.logDir, opts.agent, capabilities)),
-      invitations: await invitationsFor(config, opts.agent, capabilities),
+      invitations: await invitationsFor(config, opts.agent, capabilities, ctx.warn),
     };
-    if (!opts.text) return printJson(inbox);
+    if (!opts.text) return printJson(ctx.io.out, inbox);
     const { inboxText } = await import('../../core/fleet/inbox-text.ts');
-    process.stdout.write(inboxText(inbox));
+    ctx.io.out.write(inboxText(inbox));
   },
 });
 
@@ -59,7 +60,7 @@ export const inboxCommand = defineCommand({
  * Roundtable invitations still open to the agent (the broker holds them, retained): read only with
  * the fleet secret, and a broker that cannot be reached costs them, with a warning, not the inbox.
  */
-async function invitationsFor(config: MamConfig, agent: string, capabilities: readonly string[]): Promise<Invitation[]> {
+async function invitationsFor(config: MamConfig, agent: string, capabilities: readonly string[], warn: (message: string) => void): Promise<Invitation[]> {
   if (config.fleetSecret === undefined) return [];
   const { openInvitations } = await import('../../core/fleet/roundtable.ts');
   try {

@@ -1,7 +1,7 @@
 import * as z from 'zod/mini';
 import { JOB_STATUSES } from '../../core/vocabulary.ts';
 import { type JobRecord, publicView } from '../../core/registry/job-record.ts';
-import { loadContext, warn } from '../context.ts';
+
 import { parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
 
@@ -46,13 +46,13 @@ export const jobsCommand = defineCommand({
   configure: (cmd) =>
     registryOption(cmd).option('--json', 'print a JSON array of records (without tokens)').option('--status <status>', 'only jobs with this status'),
   parse: (raw) => parseOptions(jobsOptions, raw),
-  async run(opts) {
-    const { registry } = loadContext(opts);
+  async run(opts, ctx) {
+    const registry = ctx.registry();
     const { records, corrupt } = registry.list();
-    for (const err of corrupt) warn(`${err.message}; skipped`);
+    for (const err of corrupt) ctx.warn(`${err.message}; skipped`);
     const shown = opts.status ? records.filter((r) => r.status === opts.status) : records;
-    if (opts.json) process.stdout.write(`${JSON.stringify(shown.map(publicView))}\n`);
-    else if (shown.length > 0) process.stdout.write(`${formatJobsTable(shown)}\n`);
-    else process.stderr.write('no jobs\n');
+    if (opts.json) ctx.io.out.write(`${JSON.stringify(shown.map(publicView))}\n`);
+    else if (shown.length > 0) ctx.io.out.write(`${formatJobsTable(shown)}\n`);
+    else ctx.io.err.write('no jobs\n');
   },
 });

@@ -1,10 +1,8 @@
 import * as z from 'zod/mini';
-import { configSecrets } from '../../core/config/config.ts';
-import { loadContext, warnIfPublicSandbox } from '../context.ts';
+import { warnIfPublicSandbox } from '../context.ts';
 import { countFlag, dispatchTokenFlag, jobIdFlag, limitFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
 import { VERSION, defineCommand, registryOption } from '../program.ts';
-import { stopSignal } from '../signals.ts';
 
 const mcpPermissionOptions = z.object({
   job: jobIdFlag,
@@ -30,22 +28,23 @@ export const mcpPermissionCommand = defineCommand({
       .option('--expect-dispatch-token <token>', 'refuse requests unless this is the current attempt (redispatched jobs)')
       .option('--attempt-id <n>', 'refuse requests unless this is the current attempt id'),
   parse: (raw) => parseOptions(mcpPermissionOptions, raw),
-  async run(opts) {
-    const stop = stopSignal();
-    const { config, registry } = loadContext(opts);
+  async run(opts, ctx) {
+    const stop = ctx.stopSignal();
+    const config = ctx.config();
+    const registry = ctx.registry();
     // An unknown job ends here (exit 66), before Claude is told of a tool that could never ask.
     registry.read(opts.job);
-    await warnIfPublicSandbox(config);
-    const [{ serveMcpPermission }, { createLogger }] = await Promise.all([import('../../core/control/mcp-permission-server.ts'), import('../../core/log.ts')]);
+    await warnIfPublicSandbox(ctx);
+    const { serveMcpPermission } = await import('../../core/control/mcp-permission-server.ts');
     await serveMcpPermission(config, registry, {
       jobId: opts.job,
       timeoutMs: opts.timeout * 1000,
       version: VERSION,
       expectDispatchToken: opts.expectDispatchToken,
       expectAttemptId: opts.attemptId,
-      log: createLogger('mam-mcp-permission', config.logLevel, configSecrets(config)),
-      stdin: process.stdin,
-      stdout: process.stdout,
+      log: await ctx.logger('mam-mcp-permission'),
+      stdin: ctx.io.stdin.stream(),
+      stdout: ctx.io.out.stream,
       stop,
     });
   },

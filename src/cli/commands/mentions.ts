@@ -2,9 +2,9 @@ import * as z from 'zod/mini';
 import { agentNameSchema, turnIdOf, turnIdSchema } from '../../core/fleet/fleet-names.ts';
 import { aliasBook, decideMention, mentionsInText } from '../../core/fleet/mention-rules.ts';
 import { UsageError } from '../../core/errors.ts';
+import type { ClaimResult } from '../../core/fleet/turn-claim.ts';
 import { claimTurn } from '../claim-turn.ts';
-import { loadContext } from '../context.ts';
-import { ExitCode } from '../exit-codes.ts';
+
 import { countFlag, nonEmptyFlag, secondsFlag } from '../flags.ts';
 import { collect, parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
@@ -67,8 +67,8 @@ export const mentionsCommand = defineCommand({
     }
     return { ...opts, turnId: opts.turn ?? turnIdOf(opts.channel!, opts.message!, opts.epoch!) };
   },
-  async run(opts: MentionsOptions) {
-    const { config, registry } = loadContext(opts);
+  async run(opts: MentionsOptions, ctx) {
+    const config = ctx.config();
     const book = aliasBook(config.agentAliases, opts.agent, opts.alias);
     const fromText = (text: string | undefined) => (text === undefined ? [] : mentionsInText(text, book));
     const inThread = opts.inThread === true || opts.threadText !== undefined || opts.threadMention.length > 0;
@@ -80,13 +80,16 @@ export const mentionsCommand = defineCommand({
       },
       book,
     );
-    const claim =
-      verdict.action === 'claim'
-        ? await claimTurn(config, registry, { turnId: opts.turnId, agent: opts.agent, ttlSec: opts.ttl, broker: opts.broker, settleMs: opts.settleMs })
-        : null;
-    const action = claim === null ? verdict.action : claim.won ? 'respond' : 'claim_lost';
+    let claim: ClaimResult | null = null;
+    let action: 'respond' | 'silent' | 'claim_lost';
+    if (verdict.action === 'claim') {
+      claim = await claimTurn(ctx, { turnId: opts.turnId, agent: opts.agent, ttlSec: opts.ttl, broker: opts.broker, settleMs: opts.settleMs });
+      action = claim.won ? 'respond' : 'claim_lost';
+    } else {
+      action = verdict.action;
+    }
     const out = { agent: opts.agent, action, rule: verdict.rule, mentioned: verdict.mentioned, decided_by: verdict.decidedBy, turn_id: opts.turnId, claim };
-    process.stdout.write(`${JSON.stringify(out)}\n`);
-    return action === 'respond' ? ExitCode.ok : action === 'silent' ? ExitCode.silent : ExitCode.claimLost;
+    ctx.io.out.write(`${JSON.stringify(out)}\n`);
+    return { kind: 'mention', action: action === 'claim_lost' ? 'lost' : action };
   },
 });

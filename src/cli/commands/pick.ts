@@ -2,7 +2,7 @@ import * as z from 'zod/mini';
 import { UsageError } from '../../core/errors.ts';
 import { parseCapabilities } from '../../core/fleet/fleet-names.ts';
 import { publicView } from '../../core/registry/job-record.ts';
-import { loadContext } from '../context.ts';
+
 import { nonEmptyFlag } from '../flags.ts';
 import { parseOptions, printJson } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
@@ -28,8 +28,8 @@ export const pickCommand = defineCommand({
     if (typeof capabilities === 'string') throw new UsageError(`--capabilities: ${capabilities}`);
     return { ...opts, capabilities };
   },
-  async run(opts) {
-    const { registry } = loadContext(opts);
-    printJson(publicView(await registry.pick(opts.agentSession, opts.capabilities)));
+  async run(opts, ctx) {
+    const registry = ctx.registry();
+    printJson(ctx.io.out, publicView(await registry.pick(opts.agentSession, opts.capabilities)));
   },
 });

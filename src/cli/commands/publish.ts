@@ -2,7 +2,7 @@ import * as z from 'zod/mini';
 import { UsageError } from '../../core/errors.ts';
 import { parseUserData } from '../../core/wire/payloads.ts';
 import { LIFECYCLE_EVENTS } from '../../core/vocabulary.ts';
-import { loadContext, warn, warnIfPublicSandbox } from '../context.ts';
+import { warnIfPublicSandbox } from '../context.ts';
 import { countFlag, dispatchTokenFlag, jobIdFlag, secondsFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
@@ -40,9 +40,10 @@ export const publishCommand = defineCommand({
     if (opts.watchPid !== undefined && opts.heartbeat === undefined) throw new UsageError('--watch-pid: only with --heartbeat');
     return { ...opts, data: opts.data === undefined ? undefined : parseUserData(opts.data) };
   },
-  async run(opts) {
-    const { config, registry } = loadContext(opts);
-    await warnIfPublicSandbox(config);
+  async run(opts, ctx) {
+    const config = ctx.config();
+    const registry = ctx.registry();
+    await warnIfPublicSandbox(ctx);
     const [{ publishAgentEvent }, { wireJson }] = await Promise.all([
       import('../../core/publisher/agent-publish.ts'),
       import('../../core/wire/canonical-json.ts'),
@@ -62,8 +63,8 @@ export const publishCommand = defineCommand({
       opts.heartbeat === undefined ? undefined : { periodSec: opts.heartbeat, watchPid: opts.watchPid },
     );
     // wireJson: numbers from --data keep the spelling they were signed with.
-    if (!outcome.notDelivered) process.stdout.write(`${wireJson(outcome.result.event)}\n`);
-    if (outcome.heartbeat && !outcome.heartbeat.armed) warn(`job ${opts.job}: heartbeat not started: ${outcome.heartbeat.reason}`);
+    if (!outcome.notDelivered) ctx.io.out.write(`${wireJson(outcome.result.event)}\n`);
+    if (outcome.heartbeat && !outcome.heartbeat.armed) ctx.warn(`job ${opts.job}: heartbeat not started: ${outcome.heartbeat.reason}`);
     if (outcome.notDelivered) throw outcome.notDelivered;
   },
 });

@@ -1,6 +1,6 @@
 import * as z from 'zod/mini';
 import { publicView } from '../../core/registry/job-record.ts';
-import { loadContext } from '../context.ts';
+
 import { jobIdFlag } from '../flags.ts';
 import { parseOptions, printJson } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
@@ -12,9 +12,9 @@ export const redispatchCommand = defineCommand({
   summary: 'make a job pending again as a new attempt, with a fresh dispatch token',
   configure: (cmd) => registryOption(cmd).requiredOption('--job <id>', 'job id').option('--json', 'print the record as JSON (the default)'),
   parse: (raw) => parseOptions(redispatchOptions, raw),
-  async run(opts) {
-    const { registry } = loadContext(opts);
+  async run(opts, ctx) {
+    const registry = ctx.registry();
     const { record } = await registry.redispatch(opts.job);
-    printJson(publicView(record));
+    printJson(ctx.io.out, publicView(record));
   },
 });

@@ -3,7 +3,7 @@ import { UsageError } from '../../core/errors.ts';
 import { publicView } from '../../core/registry/job-record.ts';
 import { addressingProblem, registerJob } from '../../core/registry/register-job.ts';
 import { TRANSPORTS } from '../../core/vocabulary.ts';
-import { loadContext } from '../context.ts';
+
 import { jobIdFlag } from '../flags.ts';
 import { askedLimits, jobFlags, jobOptionsShape, readBrief } from '../job-options.ts';
 import { collect, parseOptions, printJson } from '../options.ts';
@@ -40,9 +40,10 @@ export const registerCommand = defineCommand({
     if (problem !== undefined) throw new UsageError(problem);
     return opts;
   },
-  async run(opts) {
-    const brief = readBrief(opts);
-    const { config, registry } = loadContext(opts);
+  async run(opts, ctx) {
+    const brief = readBrief(opts, { stdin: ctx.io.stdin, cwd: ctx.cwd });
+    const config = ctx.config();
+    const registry = ctx.registry();
     const record = await registerJob(config, registry, {
       jobId: opts.jobId,
       agentSession: opts.agentSession,
@@ -52,6 +53,6 @@ export const registerCommand = defineCommand({
       transport: opts.transport,
       dependsOn: opts.dependsOn,
     });
-    printJson(publicView(record));
+    printJson(ctx.io.out, publicView(record));
   },
 });

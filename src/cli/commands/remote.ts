@@ -1,14 +1,11 @@
 import * as z from 'zod/mini';
-import { configSecrets } from '../../core/config/config.ts';
 import { AGENT_NAMES } from '../../core/agents/presets.ts';
 import { UsageError } from '../../core/errors.ts';
 import { publicView } from '../../core/registry/job-record.ts';
-import { loadContext, warnIfPublicSandbox } from '../context.ts';
-import { runnerExit } from '../exit-codes.ts';
+import { warnIfPublicSandbox } from '../context.ts';
 import { jobIdFlag } from '../flags.ts';
 import { parseOptions, printJson } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
-import { stopSignal } from '../signals.ts';
 
 const session = z
   .string()
@@ -29,11 +26,12 @@ const dispatchCommand = defineCommand({
   summary: 'hand a job to a runner of SESSION on another host (signed, retained, token sealed)',
   configure: (cmd) => registryOption(cmd).requiredOption('--job <id>', 'job id').requiredOption('--session <name>', "the runner's session name"),
   parse: (raw) => parseOptions(dispatchOptions, raw),
-  async run(opts) {
-    const { config, registry } = loadContext(opts);
-    await warnIfPublicSandbox(config);
+  async run(opts, ctx) {
+    const config = ctx.config();
+    const registry = ctx.registry();
+    await warnIfPublicSandbox(ctx);
     const { dispatchJob } = await import('../../core/remote/dispatcher.ts');
-    printJson(publicView(await dispatchJob(config, registry, opts.job, opts.session)));
+    printJson(ctx.io.out, publicView(await dispatchJob(config, registry, opts.job, opts.session)));
   },
 });
 
@@ -51,20 +49,21 @@ const runCommand = defineCommand({
     if ((opts.agent === undefined) === (opts.exec === undefined)) throw new UsageError('exactly one of --agent and --exec is required');
     return opts;
   },
-  async run(opts) {
-    const { config, registry } = loadContext(opts);
-    await warnIfPublicSandbox(config);
-    const [{ RemoteRunner }, { createLogger }] = await Promise.all([import('../../core/remote/runner.ts'), import('../../core/log.ts')]);
+  async run(opts, ctx) {
+    const config = ctx.config();
+    const registry = ctx.registry();
+    await warnIfPublicSandbox(ctx);
+    const { RemoteRunner } = await import('../../core/remote/runner.ts');
     const runner = new RemoteRunner(config, registry, {
       session: opts.session,
       agent: opts.agent !== undefined ? { agent: opts.agent } : { exec: opts.exec! },
       once: opts.once,
-      log: createLogger('mam-remote', config.logLevel, configSecrets(config)),
-      stopSignal: stopSignal(),
-      onSubscribed: () => process.stderr.write(`SUBSCRIBED remote runner for session ${opts.session}\n`),
-      onCancelled: (jobId) => process.stderr.write(`job ${jobId}: cancelled by the delegator; stopping the agent\n`),
+      log: await ctx.logger('mam-remote'),
+      stopSignal: ctx.stopSignal(),
+      onSubscribed: () => ctx.io.err.write(`SUBSCRIBED remote runner for session ${opts.session}\n`),
+      onCancelled: (jobId) => ctx.io.err.write(`job ${jobId}: cancelled by the delegator; stopping the agent\n`),
     });
-    return runnerExit(await runner.run());
+    return { kind: 'runner', runner: await runner.run() };
   },
 });
 

@@ -3,8 +3,7 @@ import { UsageError } from '../../core/errors.ts';
 import { parseAddress } from '../../core/fleet/addressing.ts';
 import { agentNameSchema, parseCapabilities, turnIdSchema } from '../../core/fleet/fleet-names.ts';
 import { MAX_ROUNDTABLE_TEXT } from '../../core/fleet/roundtable-messages.ts';
-import { loadContext, warn, warnIfPublicSandbox } from '../context.ts';
-import { ExitCode } from '../exit-codes.ts';
+import { warnIfPublicSandbox } from '../context.ts';
 import { countFlag, secondsFlag } from '../flags.ts';
 import { collect, parseOptions, printJson } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
@@ -44,11 +43,12 @@ const askCommand = defineCommand({
     }
     return opts;
   },
-  async run(opts) {
-    const { config } = loadContext(opts);
-    await warnIfPublicSandbox(config);
+  async run(opts, ctx) {
+    const config = ctx.config();
+    await warnIfPublicSandbox(ctx);
     const { askRoundtable } = await import('../../core/fleet/roundtable.ts');
     printJson(
+      ctx.io.out,
       await askRoundtable(config, { turnId: opts.turn, from: opts.agent, to: [...new Set(opts.to)], question: opts.question, deadlineSec: opts.deadline }),
     );
   },
@@ -79,21 +79,21 @@ const counselCommand = defineCommand({
     if (typeof capabilities === 'string') throw new UsageError(`--capabilities: ${capabilities}`);
     return { ...opts, capabilities };
   },
-  async run(opts) {
-    const { config } = loadContext(opts);
-    await warnIfPublicSandbox(config);
+  async run(opts, ctx) {
+    const config = ctx.config();
+    await warnIfPublicSandbox(ctx);
     const [{ giveCounsel }, { readAgentCapabilities }] = await Promise.all([
       import('../../core/fleet/roundtable.ts'),
       import('../../core/fleet/agent-card.ts'),
     ]);
     const capabilities = opts.capabilities ?? readAgentCapabilities(config.registryDir, opts.agent);
     const outcome = await giveCounsel(config, { turnId: opts.turn, agent: opts.agent, capabilities, text: opts.text, settleMs: opts.settleMs });
-    printJson(outcome);
+    printJson(ctx.io.out, outcome);
     if (outcome.given) {
-      if (outcome.late) warn(`counsel after the deadline (${outcome.deadline}): recorded as late, not as counsel on time`);
-      return ExitCode.ok;
+      if (outcome.late) ctx.warn(`counsel after the deadline (${outcome.deadline}): recorded as late, not as counsel on time`);
+      return { kind: 'counsel', result: 'given' };
     }
-    return outcome.reason === 'already_given' ? ExitCode.refused : ExitCode.notInvited;
+    return { kind: 'counsel', result: outcome.reason === 'already_given' ? 'already_given' : 'not_invited' };
   },
 });
 
@@ -109,16 +109,16 @@ const showCommand = defineCommand({
   configure: (cmd) =>
     registryOption(cmd).requiredOption('--turn <id>', 'the turn').option('--settle-ms <ms>', 'how long retained messages are waited for (default 500)'),
   parse: (raw) => parseOptions(showOptions, raw),
-  async run(opts) {
-    const { config } = loadContext(opts);
+  async run(opts, ctx) {
+    const config = ctx.config();
     const { readRoundtable } = await import('../../core/fleet/roundtable.ts');
     const table = await readRoundtable(config, opts.turn, opts.settleMs);
     if (!table) {
-      process.stderr.write(`ERROR: no roundtable for turn ${opts.turn}\n`);
-      return ExitCode.noRoundtable;
+      ctx.io.err.write(`ERROR: no roundtable for turn ${opts.turn}\n`);
+      return { kind: 'roundtable', found: false };
     }
-    printJson(table);
-    return ExitCode.ok;
+    printJson(ctx.io.out, table);
+    return { kind: 'roundtable', found: true };
   },
 });
 

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import * as z from 'zod/mini';
 import type { SessionRecord } from '../../core/sessions/session-record.ts';
 import { SESSION_AGENTS, sessionNameSchema } from '../../core/sessions/session-record.ts';
-import { loadContext, warn } from '../context.ts';
+import type { CommandContext } from '../context.ts';
 import { secondsFlag } from '../flags.ts';
 import { parseOptions, printJson } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
@@ -13,10 +13,13 @@ import { defineCommand, registryOption } from '../program.ts';
  * job after job (`mam delegate --session N`). The logic is in src/core/sessions/; docs/panes.md.
  */
 
-async function sessionContext(opts: { registry?: string | undefined }) {
-  const { config, registry } = loadContext(opts);
+async function sessionContext(command: CommandContext) {
+  const registry = command.registry();
   const [{ SessionStore }, sessions] = await Promise.all([import('../../core/sessions/session-store.ts'), import('../../core/sessions/sessions.ts')]);
-  return { ctx: { config, registry, store: new SessionStore(registry), server: { env: process.env }, warn }, sessions };
+  return {
+    ctx: { config: command.config(), registry, store: new SessionStore(registry), server: { env: command.env }, warn: command.warn },
+    sessions,
+  };
 }
 
 const readyFlag = z.optional(secondsFlag);
@@ -49,15 +52,15 @@ const createCommand = defineCommand({
       .option('--workdir <dir>', 'the folder the agent works in (default: the current one)')
       .option('--ready-timeout <s>', "how long to wait for the agent's SessionStart hook (default 30)"),
   parse: (raw) => parseOptions(createOptions, raw),
-  async run(opts) {
-    const { ctx, sessions } = await sessionContext(opts);
+  async run(opts, command) {
+    const { ctx, sessions } = await sessionContext(command);
     const record = await sessions.createSession(ctx, {
       name: opts.name,
       agent: opts.agent,
-      workdir: path.resolve(opts.workdir ?? process.cwd()),
+      workdir: path.resolve(command.cwd, opts.workdir ?? '.'),
       readyTimeoutMs: opts.readyTimeout === undefined ? undefined : opts.readyTimeout * 1000,
     });
-    printJson(record);
+    printJson(command.io.out, record);
   },
 });
 
@@ -72,9 +75,9 @@ const stopCommand = defineCommand({
       "forget the agent's conversation (and delete its transcript): the session is terminated, not resumable",
     ),
   parse: (raw) => parseOptions(z.object({ ...nameOptions.shape, purgeConversation: z._default(z.boolean(), false) }), raw),
-  async run(opts) {
-    const { ctx, sessions } = await sessionContext(opts);
-    printJson(await sessions.stopSession(ctx, opts.name, opts.purgeConversation));
+  async run(opts, command) {
+    const { ctx, sessions } = await sessionContext(command);
+    printJson(command.io.out, await sessions.stopSession(ctx, opts.name, opts.purgeConversation));
   },
 });
 
@@ -83,9 +86,9 @@ const resumeCommand = defineCommand({
   summary: "start a stopped session again with its conversation (the agent CLI's own resume)",
   configure: (cmd) => registryOption(nameOperand(cmd)).option('--ready-timeout <s>', "how long to wait for the agent's SessionStart hook (default 30)"),
   parse: (raw) => parseOptions(z.object({ ...nameOptions.shape, readyTimeout: readyFlag }), raw),
-  async run(opts) {
-    const { ctx, sessions } = await sessionContext(opts);
-    printJson(await sessions.resumeSession(ctx, opts.name, opts.readyTimeout === undefined ? undefined : opts.readyTimeout * 1000));
+  async run(opts, command) {
+    const { ctx, sessions } = await sessionContext(command);
+    printJson(command.io.out, await sessions.resumeSession(ctx, opts.name, opts.readyTimeout === undefined ? undefined : opts.readyTimeout * 1000));
   },
 });
 
@@ -133,11 +136,11 @@ const listCommand = defineCommand({
   summary: 'list named sessions: state, agent, pane, current job, jobs done, last event (a dead pane is marked terminated here)',
   configure: (cmd) => registryOption(cmd).option('--json', 'one JSON object per line'),
   parse: (raw) => parseOptions(z.object({ json: z.optional(z.boolean()), registry: z.optional(z.string()) }), raw),
-  async run(opts) {
-    const { ctx, sessions } = await sessionContext(opts);
+  async run(opts, command) {
+    const { ctx, sessions } = await sessionContext(command);
     const { sessionAttachCommand } = await import('../../core/sessions/session-pane.ts');
     const { sessions: records, corrupt } = ctx.store.list();
-    for (const err of corrupt) warn(`${err.message}; skipped`);
+    for (const err of corrupt) command.warn(`${err.message}; skipped`);
     const rows: SessionListing[] = [];
     for (const seen of records) {
       // Reconciled on read: a session whose pane died while nobody watched is listed as it is.
@@ -169,9 +172,9 @@ const listCommand = defineCommand({
       });
     }
     if (opts.json) {
-      if (rows.length > 0) process.stdout.write(`${rows.map((r) => JSON.stringify(r)).join('\n')}\n`);
-    } else if (rows.length > 0) process.stdout.write(`${formatSessionTable(rows)}\n`);
-    else process.stderr.write('no sessions\n');
+      if (rows.length > 0) command.io.out.write(`${rows.map((r) => JSON.stringify(r)).join('\n')}\n`);
+    } else if (rows.length > 0) command.io.out.write(`${formatSessionTable(rows)}\n`);
+    else command.io.err.write('no sessions\n');
   },
 });
 

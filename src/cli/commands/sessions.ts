@@ -3,7 +3,6 @@ import { CorruptRecord, NoSuchJob } from '../../core/errors.ts';
 import { type MamPane, closeFinishedPanes, listMamPanes } from '../../core/panes/mam-panes.ts';
 import type { Registry } from '../../core/registry/registry.ts';
 import { isTerminalStatus } from '../../core/vocabulary.ts';
-import { loadContext } from '../context.ts';
 import { parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
 
@@ -66,14 +65,14 @@ export const sessionsCommand = defineCommand({
   summary: "list the tmux sessions MAM started, with their job's status and how to attach",
   configure: (cmd) => registryOption(cmd).option('--json', 'one JSON object per line'),
   parse: (raw) => parseOptions(sessionsOptions, raw),
-  async run(opts) {
-    const { registry } = loadContext(opts);
+  async run(opts, ctx) {
+    const registry = ctx.registry();
     // Panes of finished jobs whose delegate died before closing them go now (docs/panes.md).
-    const panes = await closeFinishedPanes(await listMamPanes(), (jobId) => isTerminalStatus(jobStatus(registry, jobId)));
+    const panes = await closeFinishedPanes(await listMamPanes({ env: ctx.env }), (jobId) => isTerminalStatus(jobStatus(registry, jobId)), { env: ctx.env });
     const rows = panes.map((p) => ({ ...p, status: jobStatus(registry, p.jobId) }));
     if (opts.json) {
-      if (rows.length > 0) process.stdout.write(`${rows.map(jsonLine).join('\n')}\n`);
-    } else if (rows.length > 0) process.stdout.write(`${formatSessionsTable(rows)}\n`);
-    else process.stderr.write('no MAM tmux sessions\n');
+      if (rows.length > 0) ctx.io.out.write(`${rows.map(jsonLine).join('\n')}\n`);
+    } else if (rows.length > 0) ctx.io.out.write(`${formatSessionsTable(rows)}\n`);
+    else ctx.io.err.write('no MAM tmux sessions\n');
   },
 });

@@ -2,7 +2,6 @@ import * as z from 'zod/mini';
 import { publicView } from '../../core/registry/job-record.ts';
 import { closeSync, constants, openSync, readFileSync } from 'node:fs';
 import { NO_FOLLOW } from '../../core/private-places.ts';
-import { loadContext, warn } from '../context.ts';
 import { jobIdFlag } from '../flags.ts';
 import { parseOptions, printJson } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
@@ -34,16 +33,16 @@ export const showCommand = defineCommand({
       .option('--json', 'print the record as JSON (the default)')
       .option('--events', 'print the events its watcher printed (mam delegate keeps them beside the job), one JSON line each'),
   parse: (raw) => parseOptions(showOptions, raw),
-  async run(opts) {
-    const { registry } = loadContext(opts);
+  async run(opts, ctx) {
+    const registry = ctx.registry();
     const record = registry.read(opts.job);
     if (!opts.events) {
-      printJson(publicView(record));
+      printJson(ctx.io.out, publicView(record));
       return;
     }
     // The watcher's own lines, as it printed them; a job nobody watched with mam delegate has none.
     const kept = readKept(registry.paths.subscriberOut(opts.job));
-    if (kept === undefined) warn(`job ${opts.job}: no watcher output kept (it was not run by mam delegate)`);
-    else process.stdout.write(kept);
+    if (kept === undefined) ctx.warn(`job ${opts.job}: no watcher output kept (it was not run by mam delegate)`);
+    else ctx.io.out.write(kept);
   },
 });

@@ -1,13 +1,11 @@
 import * as z from 'zod/mini';
-import { configSecrets } from '../../core/config/config.ts';
 import { UsageError } from '../../core/errors.ts';
-import { loadContext, warnIfPublicSandbox } from '../context.ts';
+import { warnIfPublicSandbox } from '../context.ts';
 import { watchExit } from '../exit-codes.ts';
 import { jobIdFlag, limitFlag } from '../flags.ts';
 import { expandNotifyTargets } from '../notify-targets.ts';
 import { collect, parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
-import { stopSignal } from '../signals.ts';
 
 const subscribeOptions = z.object({
   job: z._default(z.array(jobIdFlag), []),
@@ -48,15 +46,12 @@ export const subscribeCommand = defineCommand({
     const notify = expandNotifyTargets(opts.notify);
     return { ...opts, notify, job: [...new Set(opts.job)], all: opts.all ?? false, alerts: (opts.alerts ?? false) || notify.length > 0 };
   },
-  async run(opts) {
-    const { config, registry } = loadContext(opts);
-    await warnIfPublicSandbox(config);
-    const [{ watch }, { createLogger }, output] = await Promise.all([
-      import('../../core/subscriber/subscriber.ts'),
-      import('../../core/log.ts'),
-      import('../../core/subscriber/output.ts'),
-    ]);
-    const log = createLogger('mam-subscribe', config.logLevel, [...configSecrets(config), ...opts.notify]);
+  async run(opts, ctx) {
+    const config = ctx.config();
+    const registry = ctx.registry();
+    await warnIfPublicSandbox(ctx);
+    const [{ watch }, output] = await Promise.all([import('../../core/subscriber/subscriber.ts'), import('../../core/subscriber/output.ts')]);
+    const log = await ctx.logger('mam-subscribe', { extraSecrets: opts.notify });
     // Alerts (docs/coordination-reference.md#alerts) are their own module fed by the watch's callbacks.
     const alerts = opts.alerts ? await (await import('../../core/fleet/alerts/alert-wiring.ts')).startAlerts(config, registry, log, opts) : undefined;
     const outcome = await watch(config, registry, {
@@ -64,17 +59,17 @@ export const subscribeCommand = defineCommand({
       all: opts.all,
       flags: { timeoutSec: opts.timeout, idleTimeoutSec: opts.idleTimeout, ackTimeoutSec: opts.ackTimeout },
       remote: opts.remote ?? false,
-      write: (text) => process.stdout.write(text),
+      write: (text) => ctx.io.out.write(text),
       format: opts.pretty ? output.prettyLine : output.jsonLine,
       log,
-      stopSignal: stopSignal(),
+      stopSignal: ctx.stopSignal(),
       onPrinted: alerts?.onPrinted,
       // Contract §4: always printed, whatever the log level; wrappers wait for it.
-      onSubscribed: ({ watching, broker }) => process.stderr.write(`SUBSCRIBED ${watching} ${broker}\n`),
+      onSubscribed: ({ watching, broker }) => ctx.io.err.write(`SUBSCRIBED ${watching} ${broker}\n`),
     });
     await alerts?.stop();
-    const { code, line } = watchExit(outcome);
-    if (line) process.stderr.write(`${line}\n`);
-    return code;
+    const { line } = watchExit(outcome);
+    if (line) ctx.io.err.write(`${line}\n`);
+    return { kind: 'watch', watch: outcome };
   },
 });

@@ -67,7 +67,7 @@ export function prepareLaunch(config: MamConfig, registry: Registry, record: Job
   ensureOwnDir(path.dirname(paths.promptFile));
   writePrivateFileSync(paths.promptFile, prompt);
   const vars = jobEnvironment(config, registry, record, paths.promptFile);
-  const env = { ...process.env, ...vars };
+  const env = { ...(config.env ?? process.env), ...vars };
   if (choice.exec !== undefined) {
     return mode === 'pane' ? { command: choice.exec, env, terminalPrompt: prompt } : { command: choice.exec, env, stdinFile: paths.promptFile };
   }

@@ -96,6 +96,11 @@ export interface BrokerConfig {
 }
 
 export interface MamConfig {
+  /**
+   * The environment this configuration was read from (without `.mam.env`, which every process reads
+   * itself): what the processes MAM starts for a command inherit. Unset: this process's.
+   */
+  env?: NodeJS.ProcessEnv | undefined;
   root: string;
   registryDir: string;
   logDir: string;
@@ -162,6 +167,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
   const first = servers[0]!;
   const mam = path.join(root, '.mam');
   return {
+    env,
     root,
     registryDir: v.MAM_REGISTRY_DIR ? path.resolve(root, v.MAM_REGISTRY_DIR) : path.join(mam, 'jobs'),
     logDir: v.MAM_LOG_DIR ? path.resolve(root, v.MAM_LOG_DIR) : path.join(mam, 'logs'),

@@ -130,7 +130,7 @@ export async function claimTurnOverBroker(config: MamConfig, opts: BrokerClaimOp
     try {
       await publishAcked(conn, topic, decided, true);
       if (opts.hold !== false) {
-        const pid = await startTurnHolder({ turn_id: opts.turnId, agent: opts.agent, payload: decided });
+        const pid = await startTurnHolder({ turn_id: opts.turnId, agent: opts.agent, payload: decided }, config.env);
         audit.append('turn_held', { turn_id: opts.turnId, agent: opts.agent, holder_pid: pid, until: result.expires_at });
       }
     } catch (err) {

@@ -14,7 +14,7 @@ const READY_WAIT_MS = 10_000;
  * itself, so there is no moment in which nobody does. Its stderr is /dev/null; what it restores is
  * audited in `fleet.ndjson` (`turn_restored`).
  */
-export async function startTurnHolder(hold: TurnHold): Promise<number> {
+export async function startTurnHolder(hold: TurnHold, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const root = findPackageRoot();
   const script = path.join(root, 'dist', 'mam-turn-holder.cjs');
   if (!existsSync(script)) throw new MamError(`turn holder not found at ${script}; run the build`);
@@ -22,7 +22,7 @@ export async function startTurnHolder(hold: TurnHold): Promise<number> {
   const child = spawn(process.execPath, existsSync(loader) ? [loader, script] : [script], {
     detached: true,
     stdio: ['ignore', 'pipe', 'ignore'],
-    env: { ...process.env, [TURN_HOLD_ENV]: JSON.stringify(hold) },
+    env: { ...env, [TURN_HOLD_ENV]: JSON.stringify(hold) },
   });
   const pid = child.pid;
   try {

@@ -46,7 +46,12 @@ function timerLaunch(): string[] {
  * written) arms nothing; a previous timer is stopped first; and the lock is held until the new timer
  * has written its pidfile, so that a stop that comes next always finds the timer it must stop.
  */
-export async function startHeartbeat(registry: Registry, args: Omit<TimerArgs, 'registryDir' | 'logDir'>, drainMs: number): Promise<StartOutcome> {
+export async function startHeartbeat(
+  registry: Registry,
+  args: Omit<TimerArgs, 'registryDir' | 'logDir'>,
+  drainMs: number,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<StartOutcome> {
   const files = new HeartbeatFiles(registry.paths, args.jobId);
   return files.withLock(async () => {
     const record = registry.read(args.jobId);
@@ -62,6 +67,7 @@ export async function startHeartbeat(registry: Registry, args: Omit<TimerArgs, '
       {
         detached: true,
         stdio: 'ignore',
+        env,
       },
     );
     child.unref();

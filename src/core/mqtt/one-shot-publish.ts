@@ -136,9 +136,13 @@ export class OneShotSession {
     });
   }
 
+  /**
+   * Through fail(): a step still waiting (the CONNACK of a server that swallowed the CONNECT) is
+   * rejected and its timer cleared, so that nothing of the session outlives it in a long-lived
+   * caller (the library API, a test running commands in-process).
+   */
   destroy(): void {
-    clearInterval(this.pinger);
-    this.failure ??= new Error('destroyed');
+    this.fail(new Error('destroyed'));
     this.socket?.destroy();
   }
 

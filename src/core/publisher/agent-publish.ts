@@ -53,6 +53,7 @@ export async function publishAgentEvent(
     registry,
     { jobId: record.job_id, attemptId: record.attempt_id, dispatchToken: record.dispatch_token, periodSec: heartbeat.periodSec, watchPid },
     config.heartbeatDrainSec * 1000,
+    config.env,
   );
   return { result, notDelivered, heartbeat: outcome };
 }

@@ -58,15 +58,15 @@ export async function publishCloseState(config: MamConfig, record: JobRecord, re
         share,
       );
     });
+    const attempt = (async () => {
+      await connected;
+      await session.publish([message]);
+      await session.end();
+    })();
+    // When the budget wins, the attempt fails later (destroyed below): a failure already counted.
+    attempt.catch(() => undefined);
     try {
-      await Promise.race([
-        (async () => {
-          await connected;
-          await session.publish([message]);
-          await session.end();
-        })(),
-        budget,
-      ]);
+      await Promise.race([attempt, budget]);
       return undefined;
     } catch (err) {
       session.destroy();

@@ -215,7 +215,7 @@ export class RemoteRunner {
   /** The agent publishes into this host's registry, whatever folder the runner was started in. */
   private agentEnv(dispatch: DispatchPayload): NodeJS.ProcessEnv {
     return {
-      ...process.env,
+      ...(this.config.env ?? process.env),
       MAM_REAL_ROOT: this.config.root,
       MAM_REGISTRY_DIR: this.registry.paths.registryDir,
       MAM_LOG_DIR: this.registry.paths.logDir,
