@@ -18,6 +18,12 @@ export const DEFAULT_WAIT_IDLE_MS = 5_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
+ * How often a waiting delegate looks at the session. A look is one unlocked read of a small file,
+ * so it can be often: the previous job's last hook frees the session just after its delegate exits.
+ */
+const IDLE_POLL_MS = 25;
+
+/**
  * The idle handshake: waits (up to `waitMs`) for the session to be idle and hold no job, and takes it
  * for `jobId` in the same locked read-modify-write (idle → busy, current_job = the job). So of two
  * delegates racing for one idle session exactly one gets it; the other waits, and gives up with
@@ -51,7 +57,7 @@ export async function claimIdleSession(
       const holding = r.current_job === null ? 'not idle yet' : `busy with job ${r.current_job}`;
       throw new SessionUnavailable('session_busy', `session ${name} is ${holding} after ${(waitMs / 1000).toFixed(1)} s`);
     }
-    await sleep(Math.min(100, Math.max(5, deadline - Date.now())));
+    await sleep(Math.min(IDLE_POLL_MS, Math.max(5, deadline - Date.now())));
   }
 }
 
