@@ -5,6 +5,7 @@ import { NoSuchJob, NothingPickable, TransitionRefused, UsageError } from '../co
 import { BrokerError } from '../core/mqtt/broker-errors.ts';
 import { NotDelivered } from '../core/publisher/not-delivered.ts';
 import type { RunnerOutcome } from '../core/remote/runner.ts';
+import { NoSuchSession, SessionRefused, SessionUnavailable } from '../core/sessions/session-errors.ts';
 import type { WatchOutcome } from '../core/subscriber/subscriber.ts';
 
 /**
@@ -22,11 +23,14 @@ export const ExitCode = {
   claimLost: 4,
   /** `mam roundtable counsel`: no invitation names this agent. */
   notInvited: 4,
+  /** Also `mam delegate --session`: the session was busy or not running, the job closed `cancelled` undelivered. */
   refused: 5,
   /** `mam mentions`: the message is addressed to other agents; say nothing. */
   silent: 6,
   usage: 64,
   noSuchJob: 66,
+  /** `mam session stop|resume` and `mam delegate --session`: no such session. */
+  noSuchSession: 66,
   /** `mam roundtable show`: no invitation on the turn. */
   noRoundtable: 66,
 } as const;
@@ -79,6 +83,8 @@ export function exitCodeOf(err: unknown): ExitCode {
   }
   if (err instanceof UsageError) return ExitCode.usage;
   if (err instanceof NoSuchJob) return ExitCode.noSuchJob;
+  if (err instanceof NoSuchSession) return ExitCode.noSuchSession;
+  if (err instanceof SessionRefused || err instanceof SessionUnavailable) return ExitCode.refused;
   if (err instanceof NothingPickable) return ExitCode.nothingPickable;
   if (err instanceof TransitionRefused) return ExitCode.refused;
   if (err instanceof NotDelivered || err instanceof BrokerError) return ExitCode.notDelivered;
@@ -128,6 +134,9 @@ export function delegationExit(outcome: DelegationOutcome): ExitCode {
       return ExitCode.notDelivered;
     case 'broker_unreachable':
       return ExitCode.brokerDown;
+    case 'session_busy':
+    case 'session_not_running':
+      return ExitCode.refused;
     default:
       return ExitCode.failure;
   }

@@ -13,7 +13,14 @@ export const VERBS: Verbs = {
   remote: { summary: 'dispatch a job to, or run jobs from, another host', load: async () => (await import('./commands/remote.ts')).remoteCommand },
   jobs: { summary: 'list jobs', load: async () => (await import('./commands/jobs.ts')).jobsCommand },
   show: { summary: "print one job's record", load: async () => (await import('./commands/show.ts')).showCommand },
-  sessions: { summary: 'list the tmux sessions MAM started', load: async () => (await import('./commands/sessions.ts')).sessionsCommand },
+  sessions: {
+    summary: "list the tmux panes of MAM's one-job agents (--pane tmux)",
+    load: async () => (await import('./commands/sessions.ts')).sessionsCommand,
+  },
+  session: {
+    summary: 'named agent sessions that take job after job: create, stop, resume, list',
+    load: async () => (await import('./commands/session.ts')).sessionCommand,
+  },
   redispatch: { summary: 'make a job pending again as a new attempt', load: async () => (await import('./commands/redispatch.ts')).redispatchCommand },
   broker: { summary: 'run an embedded MQTT broker on this machine', load: async () => (await import('./commands/broker.ts')).brokerCommand },
   approve: { summary: 'allow a tool an agent asked permission for', load: async () => (await import('./commands/decide.ts')).approveCommand },

@@ -14,6 +14,7 @@ import {
   UsageError,
 } from '../../src/core/errors.ts';
 import { BrokerRefusedConnection, BrokerUnreachable, SubscriptionRefused } from '../../src/core/mqtt/broker-errors.ts';
+import { NoSuchSession, SessionRefused, SessionUnavailable } from '../../src/core/sessions/session-errors.ts';
 import type { WatchOutcome } from '../../src/core/subscriber/subscriber.ts';
 
 /** The one map from the core's errors and outcomes to the contract's exit codes (§1). */
@@ -25,6 +26,9 @@ describe('exitCodeOf', () => {
     ['no such job', new NoSuchJob('abcd1234'), 66],
     ['nothing pickable', new NothingPickable('S'), 4],
     ['a refused transition', new TransitionRefused('abcd1234', 'job is already completed'), 5],
+    ['no such session', new NoSuchSession('s1'), 66],
+    ['a session state that forbids it', new SessionRefused('s1', 'is running'), 5],
+    ['a busy session', new SessionUnavailable('session_busy', 'session s1 is busy'), 5],
     ['a broker that cannot be reached (a dispatch)', new BrokerUnreachable('mqtt://h:1', 'ECONNREFUSED'), 2],
     ['a refused CONNACK (a publish)', new BrokerRefusedConnection('mqtt://h:1', 'u', 5), 2],
     ['a corrupt record', new CorruptRecord('/r/x.json', 'not JSON'), 1],
@@ -91,6 +95,8 @@ describe('delegationExit (contract §1, mam delegate)', () => {
     ['cancelled', ExitCode.failure],
     ['deadline_timeout', ExitCode.notDelivered],
     ['broker_unreachable', ExitCode.brokerDown],
+    ['session_busy', ExitCode.refused],
+    ['session_not_running', ExitCode.refused],
   ])('%s → %i', (end, code) => {
     expect(delegationExit({ jobId: 'abcd1234', end, status: 'error', watch: outcome({}) })).toBe(code);
   });
@@ -131,5 +137,6 @@ describe('docs/contract.md §1 and ExitCode are one table', () => {
     expect(new Set(documented)).toEqual(new Set(Object.values(ExitCode)));
     // `mam claim`'s loss is documented as a loss, apart from its failures.
     expect(table).toMatch(/^\| 4 \|.*`mam claim`.*lost, not failed/m);
+    expect(table).toMatch(/^\| 5 \|.*`mam delegate --session`.*`session_busy`/m);
   });
 });

@@ -1,6 +1,7 @@
 import * as z from 'zod/mini';
 import { HOOK_SOURCES, hookInputChannel } from '../../core/agents/hook-events.ts';
 import { UsageError } from '../../core/errors.ts';
+import { sessionNameSchema } from '../../core/sessions/session-record.ts';
 
 import { countFlag, dispatchTokenFlag, jobIdFlag } from '../flags.ts';
 import { parseOptions } from '../options.ts';
@@ -8,7 +9,9 @@ import { defineCommand, registryOption } from '../program.ts';
 
 const hookOptions = z.object({
   from: z.enum(HOOK_SOURCES),
-  job: jobIdFlag,
+  job: z.optional(jobIdFlag),
+  session: z.optional(sessionNameSchema),
+  generation: z.optional(countFlag),
   attemptId: z.optional(countFlag),
   expectDispatchToken: z.optional(dispatchTokenFlag),
   payload: z.optional(z.string()),
@@ -34,7 +37,9 @@ export const hookCommand = defineCommand({
   configure: (cmd) =>
     registryOption(cmd)
       .requiredOption('--from <source>', HOOK_SOURCES.join(' | '))
-      .requiredOption('--job <id>', 'job id')
+      .option('--job <id>', 'job id (with --session: the job to report for, instead of the one the session holds)')
+      .option('--session <name>', "a named session's hook (mam session): reports for the job it holds and tells the session (idle, its agent's session id)")
+      .option('--generation <n>', 'with --session: the launch this hook belongs to (an earlier launch changes nothing)')
       .option('--attempt-id <n>', 'refuse unless this is the current attempt id')
       .option('--expect-dispatch-token <token>', 'refuse unless this is the current attempt')
       .option('--payload <json>', 'the hook JSON as an argument (Codex notify appends it last); else stdin')
@@ -42,6 +47,8 @@ export const hookCommand = defineCommand({
       .option('--exit-code <n>', 'with --on exit: the agent command exit code'),
   parse(raw) {
     const opts = parseOptions(hookOptions, raw);
+    if (opts.session === undefined && opts.job === undefined) throw new UsageError('--job or --session is required');
+    if ((opts.session === undefined) !== (opts.generation === undefined)) throw new UsageError('--session and --generation go together');
     if ((opts.on !== undefined || opts.exitCode !== undefined) && opts.from !== 'wrapper')
       throw new UsageError('--on and --exit-code: only with --from wrapper');
     if (opts.payload !== undefined && hookInputChannel(opts.from) !== 'argument')
@@ -57,15 +64,29 @@ export const hookCommand = defineCommand({
     ]);
     const channel = hookInputChannel(opts.from);
     const input = channel === 'stdin' ? ctx.io.stdin.readAll(MAX_HOOK_INPUT, 'mam hook: the hook input') : channel === 'argument' ? (opts.payload ?? '') : '';
-    const action = hookAction(opts.from, input, opts.on === undefined ? undefined : { on: opts.on, exitCode: opts.exitCode });
-    const outcome = await publishHookAction(config, registry, opts.job, { attemptId: opts.attemptId, dispatchToken: opts.expectDispatchToken }, action);
+    const wrapper = opts.on === undefined ? undefined : { on: opts.on, exitCode: opts.exitCode };
+    const fence = { attemptId: opts.attemptId, dispatchToken: opts.expectDispatchToken };
+    let outcome: Awaited<ReturnType<typeof publishHookAction>>;
+    let jobId = opts.job;
+    if (opts.session !== undefined) {
+      const [{ sessionHook, applySessionHook }, { SessionStore }] = await Promise.all([
+        import('../../core/sessions/session-hooks.ts'),
+        import('../../core/sessions/session-store.ts'),
+      ]);
+      const target = { name: opts.session, generation: opts.generation!, jobId: opts.job };
+      const result = await applySessionHook(config, registry, new SessionStore(registry), target, sessionHook(opts.from, input, wrapper), fence);
+      outcome = result;
+      jobId = result.jobId ?? undefined;
+    } else {
+      outcome = await publishHookAction(config, registry, opts.job!, fence, hookAction(opts.from, input, wrapper));
+    }
     // Nothing on stdout: Claude Code adds a SessionStart hook's stdout to the agent's context.
     if ('skipped' in outcome) {
-      if (config.logLevel === 'debug' || config.logLevel === 'trace') ctx.warn(`job ${opts.job}: hook skipped: ${outcome.skipped}`);
+      if (config.logLevel === 'debug' || config.logLevel === 'trace') ctx.warn(`job ${jobId ?? '-'}: hook skipped: ${outcome.skipped}`);
       return;
     }
     // Exit 2 would block the agent (a Stop hook's exit 2 keeps Claude going): the event is on disk,
     // and the heartbeat or the next event carries the news once the broker is back.
-    if (outcome.notDelivered) ctx.warn(`job ${opts.job}: ${outcome.published} recorded, not delivered yet (${outcome.notDelivered.message})`);
+    if (outcome.notDelivered) ctx.warn(`job ${jobId}: ${outcome.published} recorded, not delivered yet (${outcome.notDelivered.message})`);
   },
 });

@@ -1,8 +1,8 @@
 import * as z from 'zod/mini';
 import { CorruptRecord, NoSuchJob } from '../../core/errors.ts';
-import { type MamPane, listMamPanes } from '../../core/panes/mam-panes.ts';
+import { type MamPane, closeFinishedPanes, listMamPanes } from '../../core/panes/mam-panes.ts';
 import type { Registry } from '../../core/registry/registry.ts';
-
+import { isTerminalStatus } from '../../core/vocabulary.ts';
 import { parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
 
@@ -70,8 +70,9 @@ export const sessionsCommand = defineCommand({
   configure: (cmd) => registryOption(cmd).option('--json', 'one JSON object per line'),
   parse: (raw) => parseOptions(sessionsOptions, raw),
   async run(opts, ctx) {
-    const panes = await listMamPanes({ env: ctx.env });
     const registry = ctx.registry();
+    // Panes of finished jobs whose delegate died before closing them go now (docs/panes.md).
+    const panes = await closeFinishedPanes(await listMamPanes({ env: ctx.env }), (jobId) => isTerminalStatus(jobStatus(registry, jobId)), { env: ctx.env });
     const rows = panes.map((p) => ({ ...p, status: jobStatus(registry, p.jobId) }));
     if (opts.json) {
       if (rows.length > 0) ctx.io.out.write(`${rows.map(jsonLine).join('\n')}\n`);

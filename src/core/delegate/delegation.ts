@@ -9,12 +9,24 @@ import { AgentProcess, type AgentExit, describeExit } from '../remote/agent-proc
 import { Subscriber, type SubscribeOptions, type WatchOutcome } from '../subscriber/subscriber.ts';
 import { type CloseRequest, type TerminalStatus, isTerminalStatus, terminalStatusOf } from '../vocabulary.ts';
 import { brokerAnswers } from './broker-probe.ts';
+import { appendLine } from '../registry/record-store.ts';
+import { SessionUnavailable } from '../sessions/session-errors.ts';
+import { jsonLine } from '../subscriber/output.ts';
 
 /** A running agent, as a process or in a tmux pane: both end and are stopped the same way. */
 export interface RunningAgent {
   readonly exited: Promise<AgentExit>;
   stop(): Promise<AgentExit>;
+  /** Why the agent is gone, when it knows better than its exit status (a named session's pane killed). */
+  readonly exitDetail?: string | undefined;
 }
+
+/**
+ * `--session N`: hands the job to a named session's agent (src/core/sessions/) instead of starting
+ * one. Throws SessionUnavailable, before anything reached the agent, when the session is busy or
+ * not running.
+ */
+export type SessionDeliverer = (record: JobRecord, cancelled: () => boolean) => Promise<RunningAgent>;
 
 /** Starts an agent in a terminal pane (`--pane tmux`; src/core/panes/), instead of a plain process. */
 export type PaneStarter = (jobId: string, launch: { command: string; env: NodeJS.ProcessEnv; terminalPrompt?: string | undefined }) => Promise<RunningAgent>;
@@ -26,6 +38,8 @@ export interface DelegateOptions {
   remoteSession?: string | undefined;
   /** Run the local agent in a pane rather than as a child process. */
   pane?: PaneStarter | undefined;
+  /** Deliver the job into a running named session instead of starting an agent. */
+  session?: SessionDeliverer | undefined;
   embeddedBroker: boolean;
   write: (text: string) => void;
   format: (payload: unknown) => string;
@@ -53,7 +67,17 @@ export interface DelegationStatus {
  * orchestrator decided: an agent that never said `started` (`agent_blocked`), one that ended without
  * an outcome (`agent_exited`), a signal (`cancelled`), a timeout (`deadline_timeout`), or no broker.
  */
-export type DelegationEnd = 'completed' | 'failed' | 'agent_blocked' | 'agent_exited' | 'cancelled' | 'deadline_timeout' | 'broker_unreachable';
+export type DelegationEnd =
+  | 'completed'
+  | 'failed'
+  | 'agent_blocked'
+  | 'agent_exited'
+  | 'cancelled'
+  | 'deadline_timeout'
+  | 'broker_unreachable'
+  /** `--session`: the job never reached the session (busy past `--wait-idle`, or not running); closed `cancelled`. */
+  | 'session_busy'
+  | 'session_not_running';
 
 export interface DelegationOutcome {
   jobId: string;
@@ -61,7 +85,7 @@ export interface DelegationOutcome {
   /** The job's status when the delegation ended. */
   status: TerminalStatus | 'pending' | 'running';
   /** When the delegation closed the job itself: the status and the reason it recorded. */
-  closed?: { status: TerminalStatus; reason: string } | undefined;
+  closed?: { status: TerminalStatus; reason: string; why?: string | undefined } | undefined;
   /** Why watchers elsewhere were not told of that close, when they were not. */
   closeNotice?: Error | undefined;
   watch: WatchOutcome;
@@ -73,6 +97,10 @@ const AFTER_EXIT_GRACE_MS = 3_000;
 interface Closing {
   request: CloseRequest;
   end: DelegationEnd;
+  /** The job's detail when it is not the end's name (`session_terminated: …`). */
+  detail?: string | undefined;
+  /** A sentence for the person (why a session took no job). */
+  why?: string | undefined;
 }
 
 /**
@@ -141,6 +169,17 @@ export class Delegation {
   }
 
   private async launch(record: JobRecord): Promise<void> {
+    if (this.opts.session) {
+      try {
+        this.agent = await this.opts.session(record, () => this.closing !== undefined);
+      } catch (err) {
+        if (!(err instanceof SessionUnavailable)) throw err;
+        this.abort('cancelled', err.reason, undefined, err.message);
+        return;
+      }
+      void this.agent.exited.then((exit) => this.onAgentExit(record, exit));
+      return;
+    }
     if (this.opts.remoteSession) {
       const { dispatchJob } = await import('../remote/dispatcher.ts');
       await dispatchJob(this.config, this.registry, record.job_id, this.opts.remoteSession);
@@ -166,12 +205,13 @@ export class Delegation {
       if (this.closing) return;
       if (isTerminalStatus(this.registry.read(record.job_id).status)) return;
       this.opts.log.warn({ job: record.job_id }, `${describeExit(exit)} without reporting an outcome`);
-      this.abort('error', 'agent_exited');
+      this.abort('error', 'agent_exited', this.agent?.exitDetail);
     }, AFTER_EXIT_GRACE_MS);
     timer.unref();
   }
 
   private onPrinted(event: string | null, payload: unknown): void {
+    this.keepWatcherOutput(payload);
     if (event === 'started') this.started = true;
     if (event === 'permission_required') {
       const p = payload as { seq: number; detail: string };
@@ -186,10 +226,24 @@ export class Delegation {
     this.opts.onStatus?.({ ...this.status });
   }
 
+  /**
+   * The job's watcher output, kept beside the job (`<log dir>/<job>/subscriber.out`, as the seed's
+   * `<job>.subscriber.out`): JSON lines, whatever the terminal shows, so `mam show --events` reads
+   * a finished job back. Losing it loses no outcome: a failure to write is a warning.
+   */
+  private keepWatcherOutput(payload: unknown): void {
+    if (!this.status.jobId) return;
+    try {
+      appendLine(this.registry.paths.subscriberOut(this.status.jobId), jsonLine(payload));
+    } catch (err) {
+      this.opts.log.warn({ job: this.status.jobId, err: (err as Error).message }, 'watcher output not kept');
+    }
+  }
+
   /** Ends the watch on the orchestrator's decision (ack timeout, signal, agent gone); finish() closes. */
-  private abort(request: CloseRequest, end: DelegationEnd): void {
+  private abort(request: CloseRequest, end: DelegationEnd, detail?: string, why?: string): void {
     if (this.closing) return;
-    this.closing = { request, end };
+    this.closing = { request, end, detail, why };
     this.stopWatch();
   }
 
@@ -203,13 +257,13 @@ export class Delegation {
     if (!closing) return { ...outcome, end: watch.reason === 'all_completed' ? 'completed' : 'failed' };
     // The job ended on its own while we were deciding: its outcome stands.
     if (isTerminalStatus(now.status)) return { ...outcome, end: now.status === 'completed' ? 'completed' : 'failed' };
-    const { record: closed, notice } = await closeJob(this.config, this.registry, record.job_id, closing.request, closing.end);
+    const { record: closed, notice } = await closeJob(this.config, this.registry, record.job_id, closing.request, closing.detail ?? closing.end);
     if (notice) this.opts.log.warn({ job: record.job_id, err: notice.message }, 'close not published');
     return {
       ...outcome,
       status: closed.status as TerminalStatus,
       end: closing.end,
-      closed: { status: closed.status as TerminalStatus, reason: closing.end },
+      closed: { status: closed.status as TerminalStatus, reason: closing.end, why: closing.why },
       closeNotice: notice,
     };
   }

@@ -54,3 +54,19 @@ export async function listMamPanes(server: TmuxServer = {}): Promise<MamPane[]> 
   }
   return panes.sort((a, b) => (a.created < b.created ? -1 : a.created > b.created ? 1 : a.session < b.session ? -1 : 1));
 }
+
+/**
+ * A throwaway pane (`--pane tmux`) is closed with its job by the delegate that started it. One whose
+ * delegate died first (SIGKILL) outlives its job: a pane whose job has its outcome and whose agent
+ * has ended is closed here, by whoever lists the panes (`mam sessions`). A pane whose agent still
+ * runs is left to a person, even when its job is over: MAM does not kill a live process on a listing.
+ * Returns the panes that remain.
+ */
+export async function closeFinishedPanes(panes: MamPane[], jobIsOver: (jobId: string) => boolean, server: TmuxServer = {}): Promise<MamPane[]> {
+  const kept: MamPane[] = [];
+  for (const pane of panes) {
+    if (pane.dead && jobIsOver(pane.jobId)) await runTmux(['kill-session', '-t', `=${pane.session}`], server).catch(() => undefined);
+    else kept.push(pane);
+  }
+  return kept;
+}

@@ -39,7 +39,7 @@ export class PaneExists extends MamError {
  * the agent's command. The job's variables (tokens among them) so never appear in any argv, which
  * every local user can read in /proc, nor in tmux's session environment.
  */
-const PANE_WRAPPER =
+export const PANE_WRAPPER =
   'exec /usr/bin/env -i TERM="$TERM" TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" /bin/sh -c \'. "$0" && rm -f -- "$0" && exec /bin/sh -c "$1"\' "$0" "$1"';
 
 /** The pane's terminal describes itself; the caller's TERM would describe another terminal. */
@@ -143,22 +143,7 @@ export class TmuxPane {
    * terminal's input queue. A pane whose agent has ended gets nothing (exited says how it ended).
    */
   async typePrompt(text: string): Promise<void> {
-    const body = text.replace(/[\r\n]+$/, '');
-    const buffer = `mam-prompt-${this.jobId}`;
-    const enter = `send-keys -t ${this.paneId} Enter`;
-    if (body === '') {
-      await tmux(['send-keys', '-t', this.paneId, 'Enter'], this.server);
-      return;
-    }
-    // tmux 3.3 crashes, taking every session of the server with it, when paste-buffer targets a
-    // dead pane. The check and the paste run in one pass of the server's command queue, where the
-    // pane cannot die between them; a dead pane's buffer is deleted instead.
-    const paste = `paste-buffer -d -p -b ${buffer} -t ${this.paneId} ; ${enter}`;
-    await tmux(
-      ['load-buffer', '-b', buffer, '-', ';', 'if-shell', '-F', '-t', this.paneId, '#{?pane_dead,,1}', paste, `delete-buffer -b ${buffer}`],
-      this.server,
-      body,
-    );
+    await pasteIntoPane(this.paneId, text, this.server, `mam-prompt-${this.jobId}`);
   }
 
   /**
@@ -230,8 +215,27 @@ export class TmuxPane {
   }
 }
 
+/**
+ * Types `text` into a pane, then Enter (see TmuxPane.typePrompt): through a tmux buffer, bracketed
+ * when the agent asked for it, and never into a dead pane. Also used for a named session's pane,
+ * which outlives the process that started it (src/core/sessions/).
+ */
+export async function pasteIntoPane(paneId: string, text: string, server: TmuxServer, buffer: string): Promise<void> {
+  const body = text.replace(/[\r\n]+$/, '');
+  const enter = `send-keys -t ${paneId} Enter`;
+  if (body === '') {
+    await tmux(['send-keys', '-t', paneId, 'Enter'], server);
+    return;
+  }
+  // tmux 3.3 crashes, taking every session of the server with it, when paste-buffer targets a
+  // dead pane. The check and the paste run in one pass of the server's command queue, where the
+  // pane cannot die between them; a dead pane's buffer is deleted instead.
+  const paste = `paste-buffer -d -p -b ${buffer} -t ${paneId} ; ${enter}`;
+  await tmux(['load-buffer', '-b', buffer, '-', ';', 'if-shell', '-F', '-t', paneId, '#{?pane_dead,,1}', paste, `delete-buffer -b ${buffer}`], server, body);
+}
+
 /** A zombie answers kill(pid, 0) too; on Linux, /proc says that it has ended. */
-function processRuns(pid: number): boolean {
+export function processRuns(pid: number): boolean {
   try {
     process.kill(pid, 0);
   } catch (err) {
@@ -246,13 +250,13 @@ function processRuns(pid: number): boolean {
   }
 }
 
-interface PaneState {
+export interface PaneState {
   dead: boolean;
   status: number | null;
   signal: NodeJS.Signals | null;
 }
 
-async function paneState(session: string, paneId: string, server: TmuxServer): Promise<PaneState | 'gone'> {
+export async function paneState(session: string, paneId: string, server: TmuxServer): Promise<PaneState | 'gone'> {
   const r = await runTmux(['list-panes', '-s', '-t', `=${session}`, '-F', '#{pane_id}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_dead_signal}'], server).catch(
     () => undefined,
   );
@@ -284,7 +288,7 @@ async function clearDeadSession(session: string, server: TmuxServer): Promise<vo
  * shell cannot assign (`a.b`, `x-y`) cannot be passed this way and are left out; a shell agent
  * could not read them either.
  */
-function writeEnvFile(dir: string, env: NodeJS.ProcessEnv): string {
+export function writeEnvFile(dir: string, env: NodeJS.ProcessEnv): string {
   const lines: string[] = [];
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined || PANE_OWN_VARIABLES.has(name) || SHELL_READONLY.has(name)) continue;

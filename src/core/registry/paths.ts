@@ -47,6 +47,11 @@ export class RegistryPaths {
   events(jobId: string): string {
     return path.join(this.jobLogDir(jobId), 'events.ndjson');
   }
+
+  /** What the job's watcher (`mam delegate`) printed, as JSON lines: `mam show --events` reads it back. */
+  subscriberOut(jobId: string): string {
+    return path.join(this.jobLogDir(jobId), 'subscriber.out');
+  }
 }
 
 /** Record file names in the registry folder: `<job id>.json`, nothing else. */
