@@ -66,12 +66,23 @@ export function hookCommand(ctx: PresetContext, from: string, extra: readonly st
 
 /** Claude Code's per-job settings (`--settings`): hooks are synchronous, so each event is out before Claude goes on. */
 export function claudeSettings(ctx: PresetContext): string {
-  const handler = { type: 'command', command: words(hookCommand(ctx, 'claude')), timeout: 30 };
-  const on = (matcher?: string) => [{ ...(matcher === undefined ? {} : { matcher }), hooks: [handler] }];
-  // No SessionEnd: it does not fire on a normal `claude -p` exit (anthropics/claude-code#79702);
-  // Stop / StopFailure and the process's end are what close a run.
-  const hooks = { SessionStart: on(), Notification: on('permission_prompt'), Stop: on(), StopFailure: on() };
+  const command = words(hookCommand(ctx, 'claude'));
+  const on = (run: string, matcher?: string) => [{ ...(matcher === undefined ? {} : { matcher }), hooks: [{ type: 'command', command: run, timeout: 30 }] }];
+  // No SessionEnd: Stop / StopFailure and the process's end are what close a run (SessionEnd did not
+  // fire on a `claude -p` exit in v2.1.216, anthropics/claude-code#79702).
+  const hooks = { SessionStart: on(command), Notification: on(command, 'permission_prompt'), Stop: on(command), StopFailure: on(detachedHook(command)) };
   return `${JSON.stringify({ hooks }, null, 2)}\n`;
+}
+
+/**
+ * StopFailure is not waited for: `claude -p` exits right after it and kills the hook's process tree
+ * within milliseconds (seen with 2.1.332: a Node hook got SIGTERM before it was up, so the `error`
+ * was never published and the job waited for the agent's exit to be noticed). The hook's shell hands
+ * its stdin (the payload) to `mam hook` in the background and returns at once; the background
+ * process, no longer in the tree, publishes. Its output is not read by Claude for this event.
+ */
+export function detachedHook(command: string): string {
+  return `exec 3<&0; ${command} <&3 3<&- >/dev/null 2>&1 &`;
 }
 
 /**
