@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { type ModelServer, type RecordedRequest, json, sse, startModelServer } from './model-server.ts';
-import { ERROR_TEXT, type Scenario, shellCommand, turnAt } from './scenario.ts';
+import { type ApiError, ERROR_TEXT, type Scenario, shellCommand, turnAt } from './scenario.ts';
 
 /**
  * The Anthropic Messages API (`POST /v1/messages`, streaming SSE) as Claude Code calls it with
@@ -26,11 +26,17 @@ export function anthropicPrompt(body: MessagesRequest): string {
     .join('\n');
 }
 
+const ANTHROPIC_ERRORS: Record<ApiError, [number, string]> = {
+  overloaded: [529, 'overloaded_error'],
+  bad_request: [400, 'invalid_request_error'],
+  server_error: [500, 'api_error'],
+};
+
 function answer(res: ServerResponse, body: MessagesRequest, turnIndex: number, scenario: Scenario): void {
   const turn = turnAt(scenario, turnIndex);
   if ('hang' in turn) return; // accepted, never answered
   if ('error' in turn) {
-    const [status, type] = turn.error === 'overloaded' ? [529, 'overloaded_error'] : [400, 'invalid_request_error'];
+    const [status, type] = ANTHROPIC_ERRORS[turn.error];
     json(res, status, { type: 'error', error: { type, message: ERROR_TEXT[turn.error] } });
     return;
   }

@@ -113,6 +113,21 @@ describeWithCli('claude', 'the real Claude Code under mam delegate --agent claud
     expect(run.events[1]!.atMs).toBeLessThan(15_000);
   });
 
+  it('a gateway failing with 500 after an approval: Claude retries with backoff (so a job looks stuck, heartbeating); with fewer retries it ends in error', async () => {
+    // The issue's "approved, then nothing until the timeout": Claude 2.1.332 retries a 500 about ten
+    // times over minutes (0.6, 1.2, 2, 4.7, 8.5, 18.6 s … between tries, measured), alive and beating.
+    // CLAUDE_CODE_MAX_RETRIES bounds it; then StopFailure, and MAM's error, come at once.
+    const env = await setup([{ shell: 'touch made-by-the-agent.txt' }, { error: 'server_error' }]);
+    const run = await delegate(ws, ['--agent', 'claude', '--brief', 'Make the file.'], { ...env, CLAUDE_CODE_MAX_RETRIES: '1' }, 'approve');
+    log('500 after approval', run);
+    expect(run.code, run.stderr).toBe(1);
+    expect(names(run)).toEqual(['started', 'permission_required', 'error']);
+    expect(run.events[2]!.detail).toContain(ERROR_TEXT.server_error);
+    expect(existsSync(path.join(ws.root, 'made-by-the-agent.txt'))).toBe(true);
+    // The request after the tool's result, and one retry of it.
+    expect(toolResults(model!)).toHaveLength(2);
+  });
+
   it('a model that never answers: the job stays alive on its heartbeat until the wall-clock budget, then exit 2 and the agent is stopped', async () => {
     const env = await setup([{ hang: true }]);
     const run = await delegate(ws, ['--agent', 'claude', '--brief', 'Work.', '--heartbeat', '1', '--timeout', '5'], env);

@@ -12,18 +12,24 @@ export type Turn =
    * may be computed from the prompt the agent was given (the preamble's publish lines).
    */
   | { shell: string | ((prompt: string) => string) }
-  /** The API fails this request: `overloaded` (Anthropic 529 / HTTP 503 elsewhere) or `bad_request` (400). */
-  | { error: 'overloaded' | 'bad_request' }
+  /**
+   * The API fails this request (and its retries): `overloaded` (Anthropic 529, HTTP 503 elsewhere),
+   * `bad_request` (400), `server_error` (500, which the CLIs retry with backoff).
+   */
+  | { error: ApiError }
   /** The request is accepted and never answered (the response stays open until the server closes). */
   | { hang: true };
 
 export type Scenario = readonly Turn[];
 
+export type ApiError = 'overloaded' | 'bad_request' | 'server_error';
+
 /** The text of an API error, as the servers send it: the CLIs quote it back, and the tests look for it. */
 export const ERROR_TEXT = {
   overloaded: 'scripted model: overloaded, try later',
   bad_request: 'scripted model: this request is refused (scenario bad_request)',
-} as const;
+  server_error: 'scripted model: internal error (scenario server_error)',
+} as const satisfies Record<ApiError, string>;
 
 /**
  * The preamble's command for `event` (assets/agent-preamble.md), as an obedient agent runs it:
