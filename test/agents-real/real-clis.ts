@@ -110,8 +110,9 @@ export function offlineEnv(cli: RealCli, home: string, modelUrl: string): Record
           `base_url = "${modelUrl}/v1"`,
           'env_key = "SCRIPTED_MODEL_API_KEY"',
           'wire_api = "responses"',
-          'request_max_retries = 0',
-          'stream_max_retries = 0',
+          // Codex's defaults retry a 503 for about 25 s (measured with 0.171.0): one retry keeps the suite quick.
+          'request_max_retries = 1',
+          'stream_max_retries = 1',
           '',
         ].join('\n'),
       );

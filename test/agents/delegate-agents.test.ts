@@ -110,11 +110,12 @@ describe('mam delegate --agent: a real agent CLI reports without being told abou
     expect(readFileSync(path.join(out, 'prompt'), 'utf8').endsWith('Rename the flag.\n')).toBe(true);
   });
 
-  it('codex ending without an outcome: closed agent_exited, exit 1', async () => {
+  it('codex failing: error from the wrapper by its exit code, exit 1', async () => {
     setup('crash');
     const r = await delegate(ws, ['--agent', 'codex', '--brief', 'b'], env);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/closed error \(agent_exited\)/);
+    expect(eventsOf(r.stdout)).toEqual(['started', 'error']);
+    expect(r.stdout).toContain('Agent exited with code 3');
   });
 
   it('shell: the brief is the command; started and completed come from the wrapper', async () => {

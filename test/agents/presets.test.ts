@@ -76,7 +76,11 @@ describe('agent presets', () => {
 
   it('codex exec: notify gets the turn JSON as the value of --payload; the prompt from stdin (`-`)', () => {
     const launch = agentLaunch('codex', ctx('headless'));
-    const argv = argvOf(launch.command);
+    // Wrapped like aider: `started` from MAM before it, the exit code's outcome after (see presets.ts).
+    const lines = launch.command.split('\n');
+    expect(lines[0]).toContain('hook --from wrapper');
+    expect(lines.at(-2)).toContain('--on exit --exit-code "$rc"');
+    const argv = argvOf(lines[1]!);
     expect(argv.slice(0, 2)).toEqual(['codex', 'exec']);
     expect(argv.at(-1)).toBe('-');
     const notify = argv[argv.indexOf('-c') + 1]!;

@@ -147,8 +147,11 @@ export function agentLaunch(name: AgentName, ctx: PresetContext): AgentLaunch {
     }
     case 'codex':
       if (pane) return { command: words(['codex', ...codexConfig(ctx)]), terminalPrompt: ctx.prompt, files: [] };
-      // `-`: the prompt from stdin (codex-rs/exec/src/cli.rs).
-      return { command: words(['codex', 'exec', ...codexConfig(ctx), '-']), ...prompt, files: [] };
+      // `-`: the prompt from stdin (codex-rs/exec/src/cli.rs). Wrapped as well: Codex 0.171 runs
+      // hooks given with `-c` only once trusted (so SessionStart may never fire), and its default
+      // read-only sandbox keeps the agent's own `mam-publish` from writing the registry (EROFS);
+      // `started` comes from the wrapper, the end from `notify` or, on a failure, the exit code.
+      return { command: wrapped(ctx, words(['codex', 'exec', ...codexConfig(ctx), '-'])), ...prompt, files: [] };
     case 'gemini':
       if (pane) return { command: 'gemini', terminalPrompt: ctx.prompt, files: [] };
       return { command: 'gemini', ...prompt, files: [] };
