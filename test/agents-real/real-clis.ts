@@ -124,7 +124,9 @@ export function offlineEnv(cli: RealCli, home: string, modelUrl: string): Record
       // refuses ("Invalid auth method selected"): the API-key auth is chosen in the settings.
       const settings = {
         security: { auth: { selectedType: 'gemini-api-key' } },
-        general: { disableAutoUpdate: true, disableUpdateNag: true },
+        // maxAttempts: Gemini retries a 503 ten times, 5 to 30 s apart (packages/core/src/utils/retry.ts
+        // DEFAULT_RETRY_OPTIONS); two keep the suite quick.
+        general: { disableAutoUpdate: true, disableUpdateNag: true, maxAttempts: 2 },
         privacy: { usageStatisticsEnabled: false },
         telemetry: { enabled: false },
       };

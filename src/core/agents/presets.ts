@@ -154,7 +154,10 @@ export function agentLaunch(name: AgentName, ctx: PresetContext): AgentLaunch {
       return { command: wrapped(ctx, words(['codex', 'exec', ...codexConfig(ctx), '-'])), ...prompt, files: [] };
     case 'gemini':
       if (pane) return { command: 'gemini', terminalPrompt: ctx.prompt, files: [] };
-      return { command: 'gemini', ...prompt, files: [] };
+      // Wrapped: headless Gemini (0.61) offers the model no tool that needs an approval (no
+      // `run_shell_command`), so the agent cannot run the preamble's commands; MAM writes none of
+      // Gemini's settings files, so no hook of its own reports either.
+      return { command: wrapped(ctx, 'gemini'), ...prompt, files: [] };
     case 'aider':
       if (pane) return { command: wrapped(ctx, 'aider'), terminalPrompt: ctx.prompt, files: [] };
       return {
