@@ -37,6 +37,10 @@ export const VERBS: Record<string, { summary: string; load: () => Promise<Comman
     load: async () => (await import('./commands/roundtable.ts')).roundtableCommand,
   },
   inbox: { summary: 'what was addressed to an agent while it was away, once', load: async () => (await import('./commands/inbox.ts')).inboxCommand },
+  doctor: {
+    summary: 'check agent CLIs, broker and secrets; exit 0 only when all is well',
+    load: async () => (await import('./commands/doctor.ts')).doctorCommand,
+  },
   delegate: {
     summary: 'register, launch, watch and close a job in one command',
     load: async () => (await import('./commands/delegate.ts')).delegateCommand,

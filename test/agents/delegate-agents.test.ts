@@ -118,6 +118,31 @@ describe('mam delegate --agent: a real agent CLI reports without being told abou
     expect(r.stdout).toContain('Agent exited with code 3');
   });
 
+  // aider is Python, and PyPI is out of reach here: its preset runs the stand-in (fixtures/agents/bin/aider).
+  it('aider: wrapped, started before it, completed by exit 0; the prompt from --message-file', async () => {
+    setup();
+    const r = await delegate(ws, ['--agent', 'aider', '--brief', 'Rename the flag.'], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(eventsOf(r.stdout)).toEqual(['started', 'completed']);
+    expect(readFileSync(path.join(out, 'prompt'), 'utf8').endsWith('Rename the flag.\n')).toBe(true);
+    expect(JSON.parse(readFileSync(path.join(out, 'argv'), 'utf8'))).toEqual(expect.arrayContaining(['--no-check-update', '--no-pretty', '--message-file']));
+  });
+
+  it('aider failing (its usage error, exit 2): error by the exit code at once, exit 1', async () => {
+    setup('bad-args');
+    const r = await delegate(ws, ['--agent', 'aider', '--brief', 'b'], env);
+    expect(r.code).toBe(1);
+    expect(eventsOf(r.stdout)).toEqual(['started', 'error']);
+    expect(r.stdout).toContain('Agent exited with code 2');
+  });
+
+  it('aider after an API failure exits 0 (Aider-AI/aider#5552): MAM can only report completed', async () => {
+    setup('api-error');
+    const r = await delegate(ws, ['--agent', 'aider', '--brief', 'b'], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(eventsOf(r.stdout)).toEqual(['started', 'completed']);
+  });
+
   it('shell: the brief is the command; started and completed come from the wrapper', async () => {
     setup();
     const r = await delegate(ws, ['--agent', 'shell', '--brief', 'test "$JOB_ID" != ""'], env);
