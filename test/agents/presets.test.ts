@@ -99,7 +99,14 @@ describe('agent presets', () => {
     expect(argvOf(shell)).toEqual(['sh', '-c', 'echo "it\'s $HOME"']);
   });
 
-  it.each(AGENT_NAMES.filter((n) => n !== 'shell'))('%s in a pane: the prompt is typed into the terminal, not piped', (name) => {
+  it('claude in a pane: the prompt is its first argument (from the prompt file), neither typed nor piped', () => {
+    const launch = agentLaunch('claude', ctx('pane'));
+    expect(launch.terminalPrompt).toBeUndefined();
+    expect(launch.stdinFile).toBeUndefined();
+    expect(launch.command).toBe(`claude --settings /w/s.json "$(cat /w/.mam/logs/abcd0001/agent/prompt.md)"`);
+  });
+
+  it.each(AGENT_NAMES.filter((n) => n !== 'shell' && n !== 'claude'))('%s in a pane: the prompt is typed into the terminal, not piped', (name) => {
     const launch = agentLaunch(name, ctx('pane'));
     expect(launch.terminalPrompt).toBe('PREAMBLE\n# Your task\n\nthe brief\n');
     expect(launch.stdinFile).toBeUndefined();

@@ -60,6 +60,8 @@ export const delegateCommand = defineCommand({
     await warnIfPublicSandbox(config);
     // Checked before the job is registered: a missing tmux must not leave a pending job behind.
     const pane = opts.pane === undefined ? undefined : await (await import('../pane-launch.ts')).tmuxPaneStarter();
+    // Likewise an interactive Claude that would stop at a first-run screen nobody answers.
+    if (pane && opts.agent === 'claude') (await import('../../core/agents/claude-first-run.ts')).assertClaudeReadyForPane(process.env, process.cwd());
     const [{ Delegation }, { createLogger }, output] = await Promise.all([
       import('../../core/delegate/delegation.ts'),
       import('../../core/log.ts'),

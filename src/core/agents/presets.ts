@@ -132,7 +132,10 @@ export function agentLaunch(name: AgentName, ctx: PresetContext): AgentLaunch {
         { path: paths.claudeSettingsFile, content: claudeSettings(ctx) },
         { path: paths.mcpConfigFile, content: claudeMcpConfig(ctx) },
       ];
-      if (pane) return { command: words(['claude', '--settings', paths.claudeSettingsFile]), terminalPrompt: ctx.prompt, files };
+      // In a pane the prompt is Claude's first argument, not typed: typed in before its input is
+      // ready (2.1.332, ~1 s), the prompt's lines were each sent as a prompt, or the Enter after a
+      // paste was taken as part of it and nothing was sent (test/agents-real/claude-pane.test.ts).
+      if (pane) return { command: `${words(['claude', '--settings', paths.claudeSettingsFile])} "$(cat ${shellQuote(paths.promptFile)})"`, files };
       const argv = [
         'claude',
         '-p',
