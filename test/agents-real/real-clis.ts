@@ -26,7 +26,9 @@ function packageDir(name: string): string | undefined {
  * script (npm 11 skips unapproved ones), so the binary is taken from the per-platform optional
  * dependency it would copy, which npm installs without any script.
  */
-export function cliProgram(cli: RealCli): string | undefined {
+export function cliProgram(cli: RealCli, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  // MAM_TEST_HIDE_SERVERS=claude,… hides a CLI, to check the skip and fail paths (as for tmux).
+  if ((env.MAM_TEST_HIDE_SERVERS ?? '').split(',').some((s) => s.trim() === cli)) return undefined;
   const found = (p: string | undefined) => (p !== undefined && existsSync(p) ? p : undefined);
   switch (cli) {
     case 'claude': {
