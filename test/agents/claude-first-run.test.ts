@@ -4,7 +4,7 @@ import { expect, it, onTestFinished } from 'vitest';
 import { claudeFirstRunScreens, claudeStateFile } from '../../src/core/agents/claude-first-run.ts';
 import { makeTempDir } from '../helpers/temp-dir.ts';
 
-/** What an interactive Claude reads to skip its first-run screens (as 2.1.332 does; test/agents-real/claude-pane.test.ts runs it). */
+/** What an interactive Claude reads to skip its first-run screens (as 2.1.332 does; test/agents-real/panes.test.ts runs it). */
 function state(value: unknown): { env: NodeJS.ProcessEnv; dir: string } {
   const temp = makeTempDir('mam-claude-state-');
   onTestFinished(() => temp.cleanup());

@@ -140,7 +140,7 @@ export function agentLaunch(name: AgentName, ctx: PresetContext): AgentLaunch {
       ];
       // In a pane the prompt is Claude's first argument, not typed: typed in before its input is
       // ready (2.1.332, ~1 s), the prompt's lines were each sent as a prompt, or the Enter after a
-      // paste was taken as part of it and nothing was sent (test/agents-real/claude-pane.test.ts).
+      // paste was taken as part of it and nothing was sent (test/agents-real/panes.test.ts).
       if (pane) return { command: `${words(['claude', '--settings', paths.claudeSettingsFile])} ${promptArgument(paths)}`, files };
       const argv = [
         'claude',
