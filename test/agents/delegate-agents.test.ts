@@ -102,7 +102,7 @@ describe('mam delegate --agent: a real agent CLI reports without being told abou
     expect(eventsOf(r.stdout)).toEqual(['started', 'error']);
   });
 
-  it('codex: SessionStart hook and notify; the prompt on stdin (`codex exec -`)', async () => {
+  it('codex: started from the wrapper, completed by notify; the prompt on stdin (`codex exec -`)', async () => {
     setup();
     const r = await delegate(ws, ['--agent', 'codex', '--brief', 'Rename the flag.'], env);
     expect(r.code, r.stderr).toBe(0);
