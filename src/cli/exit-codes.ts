@@ -52,7 +52,9 @@ export type CommandOutcome =
   /** `mam roundtable counsel`. */
   | { kind: 'counsel'; result: 'given' | 'already_given' | 'not_invited' }
   /** `mam roundtable show`. */
-  | { kind: 'roundtable'; found: boolean };
+  | { kind: 'roundtable'; found: boolean }
+  /** `mam doctor`: every check passed, or not. */
+  | { kind: 'doctor'; allWell: boolean };
 
 /** The one table from a command's outcome to its exit code (docs/contract.md §1). */
 export function outcomeExit(outcome: CommandOutcome): ExitCode {
@@ -73,6 +75,8 @@ export function outcomeExit(outcome: CommandOutcome): ExitCode {
       return outcome.result === 'given' ? ExitCode.ok : outcome.result === 'already_given' ? ExitCode.refused : ExitCode.notInvited;
     case 'roundtable':
       return outcome.found ? ExitCode.ok : ExitCode.noRoundtable;
+    case 'doctor':
+      return outcome.allWell ? ExitCode.ok : ExitCode.failure;
   }
 }
 

@@ -44,6 +44,10 @@ export const VERBS: Verbs = {
     load: async () => (await import('./commands/roundtable.ts')).roundtableCommand,
   },
   inbox: { summary: 'what was addressed to an agent while it was away, once', load: async () => (await import('./commands/inbox.ts')).inboxCommand },
+  doctor: {
+    summary: 'check agent CLIs, broker and secrets; exit 0 only when all is well',
+    load: async () => (await import('./commands/doctor.ts')).doctorCommand,
+  },
   delegate: {
     summary: 'register, launch, watch and close a job in one command',
     load: async () => (await import('./commands/delegate.ts')).delegateCommand,

@@ -1,6 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { describe, expect, it } from 'vitest';
-import { AGENT_NAMES, type PresetContext, agentLaunch, claudeMcpConfig, claudeSettings } from '../../src/core/agents/presets.ts';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
+import { shellQuote } from '../../src/core/bin-path.ts';
+import { type PresetContext, agentLaunch, claudeMcpConfig, claudeSettings, detachedHook } from '../../src/core/agents/presets.ts';
 
 const TOKEN = 'b'.repeat(32);
 const ctx = (mode: 'headless' | 'pane'): PresetContext => ({
@@ -37,16 +41,31 @@ describe('agent presets', () => {
     expect(launch.files.map((f) => f.path)).toEqual(['/w/s.json', '/w/m.json']);
   });
 
-  it("claude's settings: synchronous command hooks for SessionStart, permission prompts, Stop and StopFailure; no SessionEnd", () => {
+  it("claude's settings: synchronous command hooks for SessionStart, permission prompts and Stop; StopFailure handed to the background; no SessionEnd", () => {
     const { hooks } = JSON.parse(claudeSettings(ctx('headless')));
     expect(Object.keys(hooks).sort()).toEqual(['Notification', 'SessionStart', 'Stop', 'StopFailure']);
     expect(hooks.Notification[0].matcher).toBe('permission_prompt');
-    for (const [, groups] of Object.entries(hooks) as [string, { hooks: { type: string; command: string; async?: boolean }[] }[]][]) {
+    const hook = ['/usr/bin/node', '/pkg/bin/mam.js', 'hook', '--from', 'claude', ...FENCE];
+    for (const [event, groups] of Object.entries(hooks) as [string, { hooks: { type: string; command: string; async?: boolean }[] }[]][]) {
       const [handler] = groups[0]!.hooks;
       expect(handler!.type).toBe('command');
       expect(handler!.async).toBeUndefined();
-      expect(argvOf(handler!.command)).toEqual(['/usr/bin/node', '/pkg/bin/mam.js', 'hook', '--from', 'claude', ...FENCE]);
+      if (event !== 'StopFailure') expect(argvOf(handler!.command)).toEqual(hook);
     }
+    // Claude kills a StopFailure hook's tree as it exits (test/agents-real/claude.test.ts shows it):
+    // the shell passes its stdin on to a background `mam hook` and returns.
+    const stopFailure = hooks.StopFailure[0].hooks[0].command as string;
+    expect(stopFailure).toBe(`exec 3<&0; ${hook.map(shellQuote).join(' ')} <&3 3<&- >/dev/null 2>&1 &`);
+  });
+
+  it("a detached hook still reads its payload from the hook shell's stdin, and the shell returns before it ends", () => {
+    const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'mam-detached-')), 'payload');
+    const started = performance.now();
+    const r = spawnSync('sh', ['-c', detachedHook(`sh -c 'sleep 0.3; cat > ${out}'`)], { input: '{"hook_event_name":"StopFailure"}', encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    expect(performance.now() - started).toBeLessThan(250);
+    expect(existsSync(out)).toBe(false);
+    return vi.waitFor(() => expect(readFileSync(out, 'utf8')).toBe('{"hook_event_name":"StopFailure"}'), { timeout: 5_000 });
   });
 
   it("claude's MCP config: server `mam` running `mam mcp-permission`, fenced to the attempt, with the job's variables", () => {
@@ -57,12 +76,17 @@ describe('agent presets', () => {
 
   it('codex exec: notify gets the turn JSON as the value of --payload; the prompt from stdin (`-`)', () => {
     const launch = agentLaunch('codex', ctx('headless'));
-    const argv = argvOf(launch.command);
+    // Wrapped like aider: `started` from MAM before it, the exit code's outcome after (see presets.ts).
+    const lines = launch.command.split('\n');
+    expect(lines[0]).toContain('hook --from wrapper');
+    expect(lines.at(-2)).toContain('--on exit --exit-code "$rc"');
+    const argv = argvOf(lines[1]!);
     expect(argv.slice(0, 2)).toEqual(['codex', 'exec']);
     expect(argv.at(-1)).toBe('-');
     const notify = argv[argv.indexOf('-c') + 1]!;
     expect(JSON.parse(notify.slice('notify='.length))).toEqual(['/usr/bin/node', '/pkg/bin/mam.js', 'hook', '--from', 'codex-notify', ...FENCE, '--payload']);
-    expect(argv.filter((a) => a.startsWith('hooks.')).map((a) => a.split('=')[0])).toEqual(['hooks.SessionStart', 'hooks.PermissionRequest']);
+    // No hooks: Codex 0.171 runs `-c` hooks only once trusted, and its TUI stops at a review screen for them.
+    expect(argv.filter((a) => a.startsWith('hooks.'))).toEqual([]);
     expect(launch.stdinFile).toBeDefined();
   });
 
@@ -76,7 +100,24 @@ describe('agent presets', () => {
     expect(argvOf(shell)).toEqual(['sh', '-c', 'echo "it\'s $HOME"']);
   });
 
-  it.each(AGENT_NAMES.filter((n) => n !== 'shell'))('%s in a pane: the prompt is typed into the terminal, not piped', (name) => {
+  it('claude in a pane: the prompt is its first argument (from the prompt file), neither typed nor piped', () => {
+    const launch = agentLaunch('claude', ctx('pane'));
+    expect(launch.terminalPrompt).toBeUndefined();
+    expect(launch.stdinFile).toBeUndefined();
+    expect(launch.command).toBe(`claude --settings /w/s.json "$(cat /w/.mam/logs/abcd0001/agent/prompt.md)"`);
+  });
+
+  it.each([
+    ['codex', /^'?\/usr\/bin\/node'? .*--on start.*\ncodex -c .* "\$\(cat \/w\/\.mam\/logs\/abcd0001\/agent\/prompt\.md\)"\n/],
+    ['gemini', /--on start.*\ngemini -i "\$\(cat \/w\/\.mam\/logs\/abcd0001\/agent\/prompt\.md\)"\n/],
+  ] as const)('%s in a pane: wrapped, the prompt its first argument, neither typed nor piped', (name, shape) => {
+    const launch = agentLaunch(name, ctx('pane'));
+    expect(launch.terminalPrompt).toBeUndefined();
+    expect(launch.stdinFile).toBeUndefined();
+    expect(launch.command).toMatch(shape);
+  });
+
+  it.each(['aider'] as const)('%s in a pane: the prompt is typed into the terminal, not piped', (name) => {
     const launch = agentLaunch(name, ctx('pane'));
     expect(launch.terminalPrompt).toBe('PREAMBLE\n# Your task\n\nthe brief\n');
     expect(launch.stdinFile).toBeUndefined();

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { closeCommand } from '../../src/cli/commands/close.ts';
 import { briefCommand } from '../../src/cli/commands/brief.ts';
 import { delegateCommand } from '../../src/cli/commands/delegate.ts';
+import { doctorCommand } from '../../src/cli/commands/doctor.ts';
 import { hookCommand } from '../../src/cli/commands/hook.ts';
 import { jobsCommand } from '../../src/cli/commands/jobs.ts';
 import { pickCommand } from '../../src/cli/commands/pick.ts';
@@ -128,6 +129,8 @@ const accepted: Row[] = [
   ['brief', briefCommand, ['--job', J, '--preamble-only'], { job: J, preambleOnly: true }],
   ['hook: claude, fenced', hookCommand, ['--from', 'claude', '--job', J, '--attempt-id', '2'], { from: 'claude', job: J, attemptId: 2 }],
   ['hook: the wrapper at exit', hookCommand, ['--from', 'wrapper', '--job', J, '--on', 'exit', '--exit-code', '7'], { on: 'exit', exitCode: 7 }],
+  ['doctor: nothing required', doctorCommand, [], {}],
+  ['doctor: agents that must be installed', doctorCommand, ['--agent', 'claude,codex'], { agent: 'claude,codex' }],
 ];
 
 const refused: Array<[label: string, spec: CommandSpec<never>, argv: string[], message: RegExp]> = [
@@ -155,6 +158,8 @@ const refused: Array<[label: string, spec: CommandSpec<never>, argv: string[], m
   ['remote run: neither --agent nor --exec', remoteCommand, ['run', '--session', 'h1'], /exactly one of --agent and --exec/],
   ['hook: an exit code that is no number', hookCommand, ['--from', 'wrapper', '--job', J, '--on', 'exit', '--exit-code', 'x'], /--exit-code/],
   ['remote run: a session with a space', remoteCommand, ['run', '--session', 'a b', '--exec', 'x'], /--session: no spaces/],
+  ['doctor: an agent without a preset', doctorCommand, ['--agent', 'claude,cursor'], /--agent/],
+  ['doctor: shell (nothing to check)', doctorCommand, ['--agent', 'shell'], /--agent/],
 ];
 
 describe('argv → options', () => {

@@ -123,6 +123,8 @@ describe('outcomeExit: every outcome a command ends with, one table', () => {
     ['counsel uninvited', { kind: 'counsel', result: 'not_invited' }, 4],
     ['a roundtable shown', { kind: 'roundtable', found: true }, 0],
     ['no roundtable', { kind: 'roundtable', found: false }, 66],
+    ['a doctor that found all well', { kind: 'doctor', allWell: true }, 0],
+    ['a doctor that found a problem', { kind: 'doctor', allWell: false }, 1],
   ])('%s → %i', (_label, o, code) => {
     expect(outcomeExit(o)).toBe(code);
   });

@@ -93,6 +93,8 @@ export const delegateCommand = defineCommand({
     await warnIfPublicSandbox(ctx);
     // Checked before the job is registered: a missing tmux must not leave a pending job behind.
     const pane = opts.pane === undefined ? undefined : await (await import('../pane-launch.ts')).tmuxPaneStarter(ctx);
+    // Likewise an interactive Claude that would stop at a first-run screen nobody answers.
+    if (pane && opts.agent === 'claude') (await import('../../core/agents/claude-first-run.ts')).assertClaudeReadyForPane(ctx.env, ctx.cwd);
     // A session that does not exist is a usage problem of this command (exit 66), before any job is registered.
     const session = opts.session === undefined ? undefined : await sessionDeliverer(ctx, opts.session, opts.waitIdle);
     const [{ Delegation }, output] = await Promise.all([import('../../core/delegate/delegation.ts'), import('../../core/subscriber/output.ts')]);

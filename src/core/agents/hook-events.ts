@@ -21,6 +21,15 @@ export type HookAction = { publish: LifecycleEvent; detail: string } | { skip: s
 const hookPayload = z.looseObject({ hook_event_name: z.string() });
 const notifyPayload = z.looseObject({ type: z.string() });
 
+/** How much of a CLI's own error text an `error` detail carries. */
+const MAX_CLI_TEXT = 300;
+
+/** One line of at most `max` characters (code points), with an ellipsis when cut. */
+function oneLine(value: string, max: number): string {
+  const chars = Array.from(value.replace(/\s+/g, ' ').trim());
+  return chars.length <= max ? chars.join('') : `${chars.slice(0, max - 1).join('')}…`;
+}
+
 /** Strings of a payload, or undefined: a field of another type is treated as absent, not trusted. */
 function text(payload: Record<string, unknown>, key: string): string | undefined {
   const value = payload[key];
@@ -53,8 +62,13 @@ function fromClaude(p: Record<string, unknown> & { hook_event_name: string }): H
       // Already continuing because a Stop hook said so: not the end yet.
       if (p.stop_hook_active === true) return { skip: 'stop hook already active' };
       return { publish: 'completed', detail: 'Claude Code finished' };
-    case 'StopFailure':
-      return { publish: 'error', detail: `Claude Code stopped on an API error: ${text(p, 'error') ?? 'unknown'}` };
+    case 'StopFailure': {
+      // The CLI's own words (`last_assistant_message` is the API error as Claude shows it), so the
+      // operator reads why without opening a transcript; the publisher scrubs paths and secrets.
+      const said = text(p, 'last_assistant_message') ?? text(p, 'error_details');
+      const kind = `Claude Code stopped on an API error (${text(p, 'error') ?? 'unknown'})`;
+      return { publish: 'error', detail: said === undefined ? kind : `${kind}: ${oneLine(said, MAX_CLI_TEXT)}` };
+    }
     default:
       return { skip: `${p.hook_event_name} is not reported` };
   }

@@ -66,12 +66,23 @@ export function hookCommand(ctx: PresetContext, from: string, extra: readonly st
 
 /** Claude Code's per-job settings (`--settings`): hooks are synchronous, so each event is out before Claude goes on. */
 export function claudeSettings(ctx: PresetContext): string {
-  const handler = { type: 'command', command: words(hookCommand(ctx, 'claude')), timeout: 30 };
-  const on = (matcher?: string) => [{ ...(matcher === undefined ? {} : { matcher }), hooks: [handler] }];
-  // No SessionEnd: it does not fire on a normal `claude -p` exit (anthropics/claude-code#79702);
-  // Stop / StopFailure and the process's end are what close a run.
-  const hooks = { SessionStart: on(), Notification: on('permission_prompt'), Stop: on(), StopFailure: on() };
+  const command = words(hookCommand(ctx, 'claude'));
+  const on = (run: string, matcher?: string) => [{ ...(matcher === undefined ? {} : { matcher }), hooks: [{ type: 'command', command: run, timeout: 30 }] }];
+  // No SessionEnd: Stop / StopFailure and the process's end are what close a run (SessionEnd did not
+  // fire on a `claude -p` exit in v2.1.216, anthropics/claude-code#79702).
+  const hooks = { SessionStart: on(command), Notification: on(command, 'permission_prompt'), Stop: on(command), StopFailure: on(detachedHook(command)) };
   return `${JSON.stringify({ hooks }, null, 2)}\n`;
+}
+
+/**
+ * StopFailure is not waited for: `claude -p` exits right after it and kills the hook's process tree
+ * within milliseconds (seen with 2.1.332: a Node hook got SIGTERM before it was up, so the `error`
+ * was never published and the job waited for the agent's exit to be noticed). The hook's shell hands
+ * its stdin (the payload) to `mam hook` in the background and returns at once; the background
+ * process, no longer in the tree, publishes. Its output is not read by Claude for this event.
+ */
+export function detachedHook(command: string): string {
+  return `exec 3<&0; ${command} <&3 3<&- >/dev/null 2>&1 &`;
 }
 
 /**
@@ -84,17 +95,20 @@ export function claudeMcpConfig(ctx: PresetContext): string {
   return `${JSON.stringify({ mcpServers: { mam: { command, args, env: ctx.serverEnv } } }, null, 2)}\n`;
 }
 
-/** A TOML value for Codex's `-c key=value` (TOML basic strings take JSON's escapes). */
+/** A TOML array of strings for Codex's `-c key=value` (TOML basic strings take JSON's escapes). */
 const toml = {
-  string: (s: string) => JSON.stringify(s),
   array: (items: readonly string[]) => `[${items.map((s) => JSON.stringify(s)).join(',')}]`,
 };
 
-/** Codex: `notify` (documented; gets the turn's end as its last argument) and inline hooks for the rest. */
+/**
+ * Codex: `notify` only (it gets the turn's end as its last argument). Hooks given with `-c` are not
+ * passed: Codex 0.171 runs them only once a person trusted them, a job's hook command (it names the
+ * job) is new at every job, and in the TUI they stop the start at a "Hooks need review" screen (and a
+ * folder-trust screen before it). `started` and failures come from the wrapper instead.
+ */
 function codexConfig(ctx: PresetContext): string[] {
-  const hook = (event: string) => `hooks.${event}=[{hooks=[{type="command",command=${toml.string(words(hookCommand(ctx, 'codex')))},timeout=30}]}]`;
   // Codex appends the JSON as the last argument: the value of `--payload`.
-  return ['-c', `notify=${toml.array(hookCommand(ctx, 'codex-notify', ['--payload']))}`, '-c', hook('SessionStart'), '-c', hook('PermissionRequest')];
+  return ['-c', `notify=${toml.array(hookCommand(ctx, 'codex-notify', ['--payload']))}`];
 }
 
 /**
@@ -111,6 +125,9 @@ function wrapped(ctx: PresetContext, agent: string): string {
   ].join('\n');
 }
 
+/** The prompt as one argument, read from its file when the command runs (it is too long to inline). */
+const promptArgument = (paths: LaunchPaths) => `"$(cat ${shellQuote(paths.promptFile)})"`;
+
 export function agentLaunch(name: AgentName, ctx: PresetContext): AgentLaunch {
   const { mode, paths } = ctx;
   const pane = mode === 'pane';
@@ -121,7 +138,10 @@ export function agentLaunch(name: AgentName, ctx: PresetContext): AgentLaunch {
         { path: paths.claudeSettingsFile, content: claudeSettings(ctx) },
         { path: paths.mcpConfigFile, content: claudeMcpConfig(ctx) },
       ];
-      if (pane) return { command: words(['claude', '--settings', paths.claudeSettingsFile]), terminalPrompt: ctx.prompt, files };
+      // In a pane the prompt is Claude's first argument, not typed: typed in before its input is
+      // ready (2.1.332, ~1 s), the prompt's lines were each sent as a prompt, or the Enter after a
+      // paste was taken as part of it and nothing was sent (test/agents-real/panes.test.ts).
+      if (pane) return { command: `${words(['claude', '--settings', paths.claudeSettingsFile])} ${promptArgument(paths)}`, files };
       const argv = [
         'claude',
         '-p',
@@ -135,12 +155,21 @@ export function agentLaunch(name: AgentName, ctx: PresetContext): AgentLaunch {
       return { command: words(argv), ...prompt, files };
     }
     case 'codex':
-      if (pane) return { command: words(['codex', ...codexConfig(ctx)]), terminalPrompt: ctx.prompt, files: [] };
-      // `-`: the prompt from stdin (codex-rs/exec/src/cli.rs).
-      return { command: words(['codex', 'exec', ...codexConfig(ctx), '-']), ...prompt, files: [] };
+      // In a pane: wrapped too, the prompt its first argument. Typed in, Codex 0.171's TUI dropped a
+      // pasted prompt whose Enter came with the paste (seen in tmux), as Claude's did.
+      if (pane) return { command: wrapped(ctx, `${words(['codex', ...codexConfig(ctx)])} ${promptArgument(paths)}`), files: [] };
+      // `-`: the prompt from stdin (codex-rs/exec/src/cli.rs). Wrapped: there are no hooks (above),
+      // and the default read-only sandbox keeps the agent's own `mam-publish` from writing the
+      // registry (EROFS); `started` comes from the wrapper, the end from `notify` or, on a failure,
+      // the exit code.
+      return { command: wrapped(ctx, words(['codex', 'exec', ...codexConfig(ctx), '-'])), ...prompt, files: [] };
     case 'gemini':
-      if (pane) return { command: 'gemini', terminalPrompt: ctx.prompt, files: [] };
-      return { command: 'gemini', ...prompt, files: [] };
+      // In a pane: `-i` runs the prompt, then stays interactive (a person may approve its tools there).
+      if (pane) return { command: wrapped(ctx, `gemini -i ${promptArgument(paths)}`), files: [] };
+      // Wrapped: headless Gemini (0.61) offers the model no tool that needs an approval (no
+      // `run_shell_command`), so the agent cannot run the preamble's commands; MAM writes none of
+      // Gemini's settings files, so no hook of its own reports either.
+      return { command: wrapped(ctx, 'gemini'), ...prompt, files: [] };
     case 'aider':
       if (pane) return { command: wrapped(ctx, 'aider'), terminalPrompt: ctx.prompt, files: [] };
       return {
