@@ -32,9 +32,6 @@ function walkthrough(hosts: () => { ada: Workspace; bob: Workspace }, settleMs: 
         'mam',
         ['mentions', '--agent', agent, '--broker', '--settle-ms', String(settleMs), '--channel', 'C1', '--message', message, '--epoch', '1718000000', ...args],
         ws,
-        // The winner leaves its turn holder connected until the TTL (by design): on the embedded
-        // broker, that connection's socket lives in this process.
-        { leakCheck: false },
       ),
     );
   const both = async (message: string, ...args: string[]) => {

@@ -1,4 +1,4 @@
-import { createHook } from 'node:async_hooks';
+import { AsyncLocalStorage, createHook } from 'node:async_hooks';
 import { Readable, Writable } from 'node:stream';
 import { MAM } from '../../src/cli/verbs.ts';
 import type { CommandEnvironment, OutputStream } from '../../src/cli/context.ts';
@@ -111,11 +111,18 @@ const LIVING = new Set([
   'STATWATCHER',
 ]);
 
-/** Resources created while commands run, until destroyed: what is left of them at the end was left behind. */
+/**
+ * The command's own async context: a resource created inside it is the command's. A socket that an
+ * in-process broker of the test accepts meanwhile, or a client the test connects, is created in the
+ * test's context and is not counted.
+ */
+const commandScope = new AsyncLocalStorage<string>();
+
+/** Resources the commands created, until destroyed: what is left of them at the end was left behind. */
 const created = new Map<number, { type: string; resource: { hasRef?: () => boolean } }>();
 const tracker = createHook({
   init(id, type, _trigger, resource) {
-    if (LIVING.has(type)) created.set(id, { type, resource: resource as { hasRef?: () => boolean } });
+    if (LIVING.has(type) && commandScope.getStore() !== undefined) created.set(id, { type, resource: resource as { hasRef?: () => boolean } });
   },
   destroy(id) {
     created.delete(id);
@@ -142,8 +149,7 @@ let running = 0;
  * Runs `fn`, then fails if a socket, server, child or timer it created still lives (the model is
  * MQTT.js's test/node/helpers/leaked.ts): a command that ends must leave nothing running, or its
  * bin would linger and the library API would leak in a caller's process. Commands run side by
- * side are checked together, when the last of them ends; a broker or client that the test starts
- * meanwhile would count as theirs (`leakCheck: false` there).
+ * side are checked together, when the last of them ends.
  */
 export async function withoutLeaks<T>(what: string, fn: () => Promise<T>): Promise<T> {
   if (running++ === 0) {
@@ -152,7 +158,7 @@ export async function withoutLeaks<T>(what: string, fn: () => Promise<T>): Promi
   }
   let result: T;
   try {
-    result = await fn();
+    result = await commandScope.run(what, fn);
   } finally {
     running--;
   }

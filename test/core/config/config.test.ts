@@ -75,7 +75,10 @@ describe('workspace root (contract §2)', () => {
 describe('defaults (contract §2, §7)', () => {
   it('every variable has its documented default', () => {
     const root = workspace();
-    expect(configIn(root)).toEqual({
+    const config = configIn(root);
+    // The environment it was read from, handed on to the processes a command starts.
+    expect(config.env).toMatchObject({ MAM_REAL_ROOT: root });
+    expect({ ...config, env: undefined }).toEqual({
       root,
       registryDir: path.join(root, '.mam', 'jobs'),
       logDir: path.join(root, '.mam', 'logs'),
