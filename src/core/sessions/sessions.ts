@@ -43,7 +43,7 @@ export interface CreateSessionInput {
  */
 export async function createSession(ctx: SessionContext, input: CreateSessionInput): Promise<SessionRecord> {
   await assertTmux(ctx);
-  await ctx.store.withLock(input.name, async () => {
+  const launched = await ctx.store.withLock(input.name, async () => {
     const old = ctx.store.find(input.name);
     if (old?.state === 'running' && (await isAlive(ctx, old))) throw new SessionRefused(input.name, 'is running (mam session stop it first)');
     if (old?.state === 'stopped')
@@ -67,9 +67,9 @@ export async function createSession(ctx: SessionContext, input: CreateSessionInp
       last_event: sessionEvent('created'),
       detail: null,
     };
-    await launch(ctx, fresh, undefined);
+    return launch(ctx, fresh, undefined);
   });
-  return awaitReady(ctx, input.name, input.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS);
+  return awaitReady(ctx, input.name, launched, input.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS);
 }
 
 /**
@@ -78,7 +78,7 @@ export async function createSession(ctx: SessionContext, input: CreateSessionInp
  */
 export async function resumeSession(ctx: SessionContext, name: string, readyTimeoutMs = DEFAULT_READY_TIMEOUT_MS): Promise<SessionRecord> {
   await assertTmux(ctx);
-  await ctx.store.withLock(name, async () => {
+  const launched = await ctx.store.withLock(name, async () => {
     const r = ctx.store.read(name);
     if (r.state === 'running' && (await isAlive(ctx, r))) throw new SessionRefused(name, 'is running already');
     if (r.state === 'archived') throw new SessionRefused(name, 'is archived');
@@ -94,9 +94,9 @@ export async function resumeSession(ctx: SessionContext, name: string, readyTime
       last_event: sessionEvent('resumed', r.agent_session_id),
       updated_at: new Date().toISOString(),
     };
-    await launch(ctx, next, { agentSessionId: r.agent_session_id });
+    return launch(ctx, next, { agentSessionId: r.agent_session_id });
   });
-  return awaitReady(ctx, name, readyTimeoutMs);
+  return awaitReady(ctx, name, launched, readyTimeoutMs);
 }
 
 /** tmux is asked for its version first: a machine without it gets TmuxMissing before anything is written. */
@@ -109,8 +109,15 @@ async function assertTmux(ctx: SessionContext): Promise<void> {
   }
 }
 
+/** What awaitReady needs of a launch: which one, when its agent started, and how it says it is ready. */
+interface Launched {
+  generation: number;
+  startedAt: number;
+  startDelayMs: number | null;
+}
+
 /** Under the session's lock: writes the launch files, starts the pane, writes the running record. */
-async function launch(ctx: SessionContext, record: SessionRecord, resume: { agentSessionId: string | null } | undefined): Promise<void> {
+async function launch(ctx: SessionContext, record: SessionRecord, resume: { agentSessionId: string | null } | undefined): Promise<Launched> {
   const privateDir = ctx.store.sessionLogDir(record.name);
   const plan = sessionLaunch({ agent: record.agent, name: record.name, generation: record.generation, privateDir, resume });
   let pane: Awaited<ReturnType<typeof startSessionPane>>;
@@ -131,24 +138,38 @@ async function launch(ctx: SessionContext, record: SessionRecord, resume: { agen
     await ctx.store.write({ ...record, state: 'terminated', detail: `could not start: ${(err as Error).message}`, last_event: sessionEvent('start_failed') });
     throw err;
   }
-  // A shell reads each typed line when it is ready: typed input waits in the terminal, so it is idle at once.
+  const startedAt = Date.now();
+  // A shell reads each typed line when it is ready: typed input waits in the terminal, so it is idle
+  // at once (so is Gemini, which nothing reports on). Codex is idle after its start delay (awaitReady).
   await ctx.store.write({
     ...record,
     tmux_session: pane.tmuxSession,
     pane_id: pane.paneId,
     pane_pid: pane.pid,
     tmux_socket: pane.socketPath,
-    idle: record.agent === 'shell' || !plan.hooksReportIdle,
+    idle: plan.startDelayMs === 0,
   });
   await envHandedOver(privateDir);
+  return { generation: record.generation, startedAt, startDelayMs: plan.startDelayMs };
 }
 
-/** Waits until the agent said it is ready (idle), its pane died (terminated, an error), or the time is up (a warning). */
-async function awaitReady(ctx: SessionContext, name: string, timeoutMs: number): Promise<SessionRecord> {
+/**
+ * Waits until the agent said it is ready (idle), its pane died (terminated, an error), or the time is
+ * up (a warning). An agent with a start delay (Codex) is marked idle here once the delay has passed
+ * and it still runs: a `create` killed before leaves the session not idle (stop and resume it).
+ */
+async function awaitReady(ctx: SessionContext, name: string, launched: Launched, timeoutMs: number): Promise<SessionRecord> {
   const deadline = Date.now() + timeoutMs;
+  const delay = launched.startDelayMs;
   for (;;) {
-    const r = await reconcileSession(ctx, ctx.store.read(name));
+    let r = await reconcileSession(ctx, ctx.store.read(name));
     if (r.state !== 'running') throw new SessionStartFailed(`session ${name}: the agent did not come up (${r.detail ?? r.state})`);
+    if (!r.idle && delay !== null && Date.now() >= launched.startedAt + delay)
+      r = await ctx.store.update(name, (s) =>
+        s.state === 'running' && s.generation === launched.generation && !s.idle && s.current_job === null
+          ? { ...s, idle: true, last_event: sessionEvent('agent_ready', `after its ${delay / 1000} s start delay`) }
+          : undefined,
+      );
     if (r.idle) return r;
     if (Date.now() >= deadline) {
       ctx.warn?.(
