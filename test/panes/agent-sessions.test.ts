@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, expect, it, onTestFinished } from 'vitest';
 import { type TestBroker, startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
@@ -226,6 +226,17 @@ describeWithTmux('named agent sessions', () => {
     timeout: 60_000,
   }, async () => {
     const w = sessionWorld(broker);
+    // Not trusted in Codex's config.toml: refused in one line, exit 5, nothing started or written.
+    const refused = await w.mam(['session', 'create', '--name', 'x1', '--agent', 'codex']);
+    expect(refused.code).toBe(5);
+    expect(refused.stderr).toMatch(
+      /^ERROR: refused: session x1: Codex does not trust \S+ in \S+config\.toml \(no such file\), .* trust_level = "trusted" to that file\n$/,
+    );
+    expect(w.starts()).toEqual([]);
+    expect(existsSync(path.join(w.ws.root, '.mam', 'jobs', 'sessions', 'x1.json'))).toBe(false);
+    // What a person who ran Codex here once answered (HOME is the workspace: ~/.codex/config.toml).
+    mkdirSync(path.join(w.ws.root, '.codex'));
+    writeFileSync(path.join(w.ws.root, '.codex', 'config.toml'), `[projects.${JSON.stringify(w.ws.root)}]\ntrust_level = "trusted"\n`);
     const t0 = Date.now();
     const created = await w.mam(['session', 'create', '--name', 'x1', '--agent', 'codex']);
     expect(created.code, created.stderr).toBe(0);

@@ -6,6 +6,7 @@ import { closeJob } from '../publisher/close-state.ts';
 import { ensureOwnDir, writePrivateFileSync } from '../registry/record-store.ts';
 import type { Registry } from '../registry/registry.ts';
 import { isTerminalStatus } from '../vocabulary.ts';
+import { codexTrust } from './codex-trust.ts';
 import { sessionEnvironment, sessionLaunch } from './session-launch.ts';
 import { closeDeadSessionPane, envHandedOver, killSessionPane, serverOf, sessionPaneHealth, startSessionPane } from './session-pane.ts';
 import type { SessionAgent, SessionRecord } from './session-record.ts';
@@ -48,6 +49,7 @@ export async function createSession(ctx: SessionContext, input: CreateSessionInp
     if (old?.state === 'running' && (await isAlive(ctx, old))) throw new SessionRefused(input.name, 'is running (mam session stop it first)');
     if (old?.state === 'stopped')
       throw new SessionRefused(input.name, `is stopped with its conversation kept (mam session resume ${input.name}, or stop it with --purge-conversation)`);
+    if (input.agent === 'codex') assertCodexTrusts(ctx, input.name, input.workdir);
     const now = new Date().toISOString();
     const fresh: SessionRecord = {
       name: input.name,
@@ -84,6 +86,7 @@ export async function resumeSession(ctx: SessionContext, name: string, readyTime
     if (r.state === 'archived') throw new SessionRefused(name, 'is archived');
     if (r.state === 'terminated' && r.agent_session_id === null && r.agent !== 'shell')
       throw new SessionRefused(name, 'has no conversation to resume (it was purged, or its agent never reported one): mam session create a new one');
+    if (r.agent === 'codex') assertCodexTrusts(ctx, name, r.workdir);
     const next: SessionRecord = {
       ...r,
       state: 'running',
@@ -114,6 +117,17 @@ interface Launched {
   generation: number;
   startedAt: number;
   startDelayMs: number | null;
+}
+
+/** A Codex session only where Codex opens without a folder screen (codex-trust.ts); refused before anything is written. */
+function assertCodexTrusts(ctx: SessionContext, name: string, workdir: string): void {
+  const trust = codexTrust(workdir, ctx.server?.env ?? process.env);
+  if (trust.trusted) return;
+  const read = trust.problem === undefined ? '' : ` (${trust.problem})`;
+  throw new SessionRefused(
+    name,
+    `Codex does not trust ${workdir} in ${trust.configFile}${read}, and its folder screen would take the first job: run codex there once and trust it, or add [projects.${JSON.stringify(workdir)}] trust_level = "trusted" to that file`,
+  );
 }
 
 /** Under the session's lock: writes the launch files, starts the pane, writes the running record. */
