@@ -75,8 +75,6 @@ export interface SessionLaunch {
   /** For `sh -c` in the pane; `exec`, so the pane's first process is the agent itself. */
   command: string;
   files: { path: string; content: string }[];
-  /** The end of a turn comes from the agent's hooks (Claude's Stop, Codex's notify); else (gemini) the end of each job frees the session. */
-  hooksReportIdle: boolean;
   /**
    * null: a hook says when the agent is ready (Claude's SessionStart). A number: no hook does, and
    * the session is idle that long after the agent's process started (0: at once; a shell, Gemini).
@@ -104,7 +102,6 @@ export function sessionLaunch(input: SessionLaunchInput): SessionLaunch {
       return {
         command: `exec ${words(['claude', '--settings', settings, ...resumeArgs])}`,
         files: [{ path: settings, content: claudeSessionSettings(mam, name, generation) }],
-        hooksReportIdle: true,
         startDelayMs: null,
       };
     }
@@ -113,7 +110,6 @@ export function sessionLaunch(input: SessionLaunchInput): SessionLaunch {
       return {
         command: `exec ${words(['codex', ...resumeArgs, ...codexSessionConfig(mam, name, generation)])}`,
         files: [],
-        hooksReportIdle: true,
         startDelayMs: CODEX_START_DELAY_MS,
       };
     }
@@ -121,11 +117,11 @@ export function sessionLaunch(input: SessionLaunchInput): SessionLaunch {
       // MAM writes no Gemini settings (its hooks live in settings files it does not touch): the
       // session is idle again when each job ends (see docs/panes.md).
       const resumeArgs = resume === undefined ? [] : ['--resume', id ?? 'latest'];
-      return { command: `exec ${words(['gemini', ...resumeArgs])}`, files: [], hooksReportIdle: false, startDelayMs: 0 };
+      return { command: `exec ${words(['gemini', ...resumeArgs])}`, files: [], startDelayMs: 0 };
     }
     case 'shell':
       // An interactive shell reading its terminal: each job is one line typed into it (deliverJob).
-      return { command: 'exec /bin/sh -i', files: [], hooksReportIdle: true, startDelayMs: 0 };
+      return { command: 'exec /bin/sh -i', files: [], startDelayMs: 0 };
   }
 }
 

@@ -173,8 +173,9 @@ async function launch(ctx: SessionContext, record: SessionRecord, resume: { agen
  * and it still runs: a `create` killed before leaves the session not idle (stop and resume it).
  */
 async function awaitReady(ctx: SessionContext, name: string, launched: Launched, timeoutMs: number): Promise<SessionRecord> {
-  const deadline = Date.now() + timeoutMs;
   const delay = launched.startDelayMs;
+  // A start delay is waited out whatever the timeout: only this wait marks the session idle.
+  const deadline = Math.max(Date.now() + timeoutMs, delay === null ? 0 : launched.startedAt + delay);
   for (;;) {
     let r = await reconcileSession(ctx, ctx.store.read(name));
     if (r.state !== 'running') throw new SessionStartFailed(`session ${name}: the agent did not come up (${r.detail ?? r.state})`);
