@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, expect, it, onTestFinished } from 'vitest';
 import { type TestBroker, startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
@@ -222,19 +222,41 @@ describeWithTmux('named agent sessions', () => {
     expect((await w.mam(['session', 'stop', 'g1'])).code).toBe(0);
   });
 
-  it('Codex: resume passes the session id from its SessionStart hook to `codex resume <id>`', { timeout: 60_000 }, async () => {
+  it("Codex (notify only): idle after its start delay, `started` as the job is typed, the id from notify's thread-id (not its title thread's) for `codex resume <id>`", {
+    timeout: 60_000,
+  }, async () => {
     const w = sessionWorld(broker);
+    // Not trusted in Codex's config.toml: refused in one line, exit 5, nothing started or written.
+    const refused = await w.mam(['session', 'create', '--name', 'x1', '--agent', 'codex']);
+    expect(refused.code).toBe(5);
+    expect(refused.stderr).toMatch(
+      /^ERROR: refused: session x1: Codex does not trust \S+ in \S+config\.toml \(no such file\), .* trust_level = "trusted" to that file\n$/,
+    );
+    expect(w.starts()).toEqual([]);
+    expect(existsSync(path.join(w.ws.root, '.mam', 'jobs', 'sessions', 'x1.json'))).toBe(false);
+    // What a person who ran Codex here once answered (HOME is the workspace: ~/.codex/config.toml).
+    mkdirSync(path.join(w.ws.root, '.codex'));
+    writeFileSync(path.join(w.ws.root, '.codex', 'config.toml'), `[projects.${JSON.stringify(w.ws.root)}]\ntrust_level = "trusted"\n`);
+    const t0 = Date.now();
     const created = await w.mam(['session', 'create', '--name', 'x1', '--agent', 'codex']);
     expect(created.code, created.stderr).toBe(0);
-    const id = JSON.parse(created.stdout).agent_session_id as string;
-    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    // No hook says Codex is up: idle after the start delay, past the stand-in's deaf first second.
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(3_000);
+    expect(JSON.parse(created.stdout)).toMatchObject({ idle: true, agent_session_id: null, last_event: { type: 'agent_ready' } });
+    expect(w.starts()[0]!.argv.filter((a) => a.startsWith('hooks.'))).toEqual([]);
     const job = await w.mam(['delegate', '--json', '--session', 'x1', '--brief', 'one']);
     expect(job.code, job.stderr).toBe(0);
     expect(printedEvents(job.stdout)).toEqual(['started', 'completed']);
+    const id = w.turns()[0]!.session_id;
+    expect((await w.list())[0]).toMatchObject({ idle: true, current_job: null, jobs_done: 1, agent_session_id: id });
     expect((await w.mam(['session', 'stop', 'x1'])).code).toBe(0);
     const resumed = await w.mam(['session', 'resume', 'x1']);
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(w.starts()[1]!.argv.slice(0, 2)).toEqual(['resume', id]);
+    const two = await w.mam(['delegate', '--json', '--session', 'x1', '--brief', 'two']);
+    expect(two.code, two.stderr).toBe(0);
+    expect(w.turns().at(-1)).toMatchObject({ session_id: id, turn: 2, brief: 'two' });
+    expect((await w.list())[0]).toMatchObject({ idle: true, jobs_done: 2, agent_session_id: id });
     expect((await w.mam(['session', 'stop', 'x1'])).code).toBe(0);
   });
 });

@@ -1,9 +1,13 @@
 // An interactive stand-in for Claude Code or Codex in a named session's pane (issue 25): started as
 // `claude` or `codex` (STAND_IN_AS), it takes prompt after prompt from its terminal as bracketed
 // pastes, as the real TUIs do, and runs the hooks MAM configured with payloads shaped like the real
-// ones (test/fixtures/agents/): SessionStart with its session_id and transcript_path, UserPromptSubmit,
-// then at the end of each turn Stop (Claude) or the `notify` program (Codex). It reports through
-// files, never through the screen.
+// ones (test/fixtures/agents/): Claude's SessionStart with its session_id and transcript_path,
+// UserPromptSubmit, then at the end of each turn Stop. It reports through files, never the screen.
+//
+// As `codex` it behaves as Codex 0.171's TUI did (docs/agent-cli-facts.md §7.4): hooks given with
+// `-c hooks.*` never run (untrusted), only `notify` does, with the thread's id as `thread-id`; what is
+// typed in its first CODEX_DEAF_MS is lost; and after its first turn it also notifies for a title
+// thread of its own (another thread-id, the prompt quoted inside its own), before the real turn's.
 //
 // Its conversation is a transcript file per session id in STAND_IN_STATE_DIR: `--resume <id>`
 // (Claude) / `resume <id>` (Codex) go on with it, `--continue` / `resume --last` take the latest.
@@ -39,8 +43,7 @@ if (as === 'claude') {
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] !== '-c') continue;
     const value = argv[++i];
-    const hook = /^hooks\.(\w+)=.*command=("(?:[^"\\]|\\.)*")/.exec(value);
-    if (hook) hooks[hook[1]] = [{ commands: [JSON.parse(hook[2])] }];
+    // `hooks.*` are ignored: Codex runs no hook a person has not trusted.
     if (value.startsWith('notify=')) notify = JSON.parse(value.slice('notify='.length));
   }
 }
@@ -93,30 +96,34 @@ function turn(prompt) {
   setTimeout(
     () => {
       if (as === 'claude') fire('Stop', { permission_mode: 'default', stop_hook_active: false, last_assistant_message: 'Done.' });
-      else if (notify)
-        spawnSync(
-          notify[0],
-          [
-            ...notify.slice(1),
-            JSON.stringify({
-              type: 'agent-turn-complete',
-              'thread-id': sessionId,
-              'turn-id': String(history()),
-              cwd: process.cwd(),
-              'input-messages': [prompt],
-              'last-assistant-message': 'Done.',
-            }),
-          ],
-          {
-            stdio: 'inherit',
-          },
-        );
+      else if (notify) {
+        if (history() === 1 && source === 'startup') codexNotify(randomUUID(), `Generate a concise, single-line task title.\n\nUser prompt:\n${prompt}`);
+        codexNotify(sessionId, prompt);
+      }
       busy = false;
       next();
     },
     sleep ? Number(sleep[1]) : 0,
   );
 }
+
+/** Codex's `notify`: the program and its arguments, the payload appended (as codex-rs does). */
+function codexNotify(threadId, input) {
+  const payload = {
+    type: 'agent-turn-complete',
+    'thread-id': threadId,
+    'turn-id': randomUUID(),
+    cwd: process.cwd(),
+    client: 'codex-tui',
+    'input-messages': [input],
+    'last-assistant-message': 'Done.',
+  };
+  spawnSync(notify[0], [...notify.slice(1), JSON.stringify(payload)], { stdio: 'inherit' });
+}
+
+/** How long the Codex stand-in loses what is typed after its start (the real one lost a paste at once). */
+const CODEX_DEAF_MS = 1_000;
+const startedAt = Date.now();
 
 const START = '\x1b[200~';
 const END = '\x1b[201~';
@@ -141,6 +148,7 @@ process.stdout.write('\x1b[?2004h', () => {
   fire('SessionStart', { source, model: 'stand-in' });
 });
 process.stdin.setEncoding('utf8').on('data', (chunk) => {
+  if (as === 'codex' && Date.now() - startedAt < CODEX_DEAF_MS) return;
   input += chunk;
   next();
 });

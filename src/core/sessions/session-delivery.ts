@@ -11,6 +11,7 @@ import type { SessionRecord } from './session-record.ts';
 import { type SessionContext, markTerminated, reconcileSession } from './sessions.ts';
 import { sessionEvent } from './session-store.ts';
 import { NoSuchSession, SessionUnavailable } from './session-errors.ts';
+import { type SessionHook, applySessionHook } from './session-hooks.ts';
 
 /** How long a delegate waits for a busy session to become idle before it gives the job up (`--wait-idle`). */
 export const DEFAULT_WAIT_IDLE_MS = 5_000;
@@ -80,6 +81,19 @@ export function deliveryText(ctx: SessionContext, session: SessionRecord, record
   return `sh ${shellQuote(script)}`;
 }
 
+/**
+ * Codex gives the session no hook when it takes a prompt (its UserPromptSubmit would need trusting,
+ * session-launch.ts): the job's `started` is published once its prompt is typed into the idle Codex,
+ * as the session's `turn_started`. Its end still comes from Codex (notify).
+ */
+async function startedByDelivery(ctx: SessionContext, session: SessionRecord, record: JobRecord): Promise<void> {
+  const hook: SessionHook = { turn: 'prompt', action: { publish: 'started', detail: `typed into session ${session.name} (Codex)` } };
+  const target = { name: session.name, generation: session.generation, jobId: record.job_id };
+  await applySessionHook(ctx.config, ctx.registry, ctx.store, target, hook, { attemptId: record.attempt_id, dispatchToken: record.dispatch_token }).catch(
+    (err: Error) => ctx.warn?.(`job ${record.job_id}: its started was not published (${err.message})`),
+  );
+}
+
 /** How often a delegate checks that the session's pane and agent still live. */
 const HEALTH_POLL_MS = 500;
 
@@ -132,6 +146,7 @@ export class SessionJobAgent {
       await markTerminated(ctx, name, session.generation, `typing the job failed: ${(err as Error).message}`);
       throw new SessionUnavailable('session_not_running', `session ${name}: ${(err as Error).message}`);
     }
+    if (session.agent === 'codex') await startedByDelivery(ctx, session, record);
     return new SessionJobAgent(ctx, session, record.job_id, session.agent === 'gemini');
   }
 

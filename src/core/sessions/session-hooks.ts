@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { launchPaths } from '../agents/agent-launch.ts';
 import { type HookAction, type HookSource, type WrapperInput, hookAction } from '../agents/hook-events.ts';
 import { type HookFence, type HookOutcome, publishHookAction } from '../agents/hook-publish.ts';
 import type { MamConfig } from '../config/config.ts';
@@ -21,6 +23,13 @@ export interface SessionHook {
   /** From a SessionStart payload: what `mam session resume` hands back to the CLI. */
   agentSessionId?: string | undefined;
   transcriptPath?: string | undefined;
+  /**
+   * Codex's notify: which thread's turn ended (`thread-id`) and the prompts it took
+   * (`input-messages`). The TUI also notifies for a thread of its own that titles the conversation
+   * after its first prompt (0.171: "Generate a concise, single-line task title … User prompt: …"),
+   * which is not the session's turn: see foreignThread.
+   */
+  thread?: { id: string; inputs: string[] } | undefined;
 }
 
 const AGENT_NAMES: Record<string, string> = { claude: 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI' };
@@ -48,7 +57,12 @@ export function sessionHook(from: HookSource, input: string, wrapper?: WrapperIn
     return { turn: wrapper?.on === 'start' ? 'prompt' : 'end', action };
   }
   const action = hookAction(from, input);
-  if (from === 'codex-notify') return { turn: 'publish' in action ? 'end' : 'other', action };
+  if (from === 'codex-notify') {
+    const p = payloadOf(input);
+    const id = text(p, 'thread-id');
+    const inputs = Array.isArray(p['input-messages']) ? p['input-messages'].filter((m): m is string => typeof m === 'string') : [];
+    return { turn: 'publish' in action ? 'end' : 'other', action, ...(id === undefined ? {} : { thread: { id, inputs } }) };
+  }
   const p = payloadOf(input);
   const who = AGENT_NAMES[from] ?? from;
   switch (p.hook_event_name) {
@@ -92,12 +106,33 @@ export async function applySessionHook(
   const seen = store.read(target.name);
   if (seen.generation !== target.generation) return { skipped: `session ${target.name} was relaunched since (generation ${seen.generation})`, jobId: null };
   const jobId = target.jobId ?? seen.current_job;
+  const foreign = hook.thread && foreignThread(registry, seen, jobId, hook.thread);
+  if (foreign) return { skipped: foreign, jobId };
   try {
     if (jobId === null || !('publish' in hook.action)) return { skipped: 'skip' in hook.action ? hook.action.skip : 'the session holds no job', jobId };
     return { ...(await publishHookAction(config, registry, jobId, fence, hook.action)), jobId };
   } finally {
     await store.update(target.name, (r) => nextSessionState(r, target.generation, jobId, hook));
   }
+}
+
+/**
+ * Why a Codex notify is not the end of the session's turn, or undefined when it is: once the session
+ * knows its conversation's id, only that thread's notify counts; before (the first turn of a fresh
+ * Codex, or after `resume --last`), only one whose `input-messages` hold the very prompt MAM typed
+ * for the held job (its prompt file) — the title thread quotes that prompt inside its own.
+ */
+export function foreignThread(registry: Registry, seen: SessionRecord, jobId: string | null, thread: { id: string; inputs: string[] }): string | undefined {
+  if (seen.agent_session_id !== null)
+    return thread.id === seen.agent_session_id ? undefined : `notify of thread ${thread.id}, not of the session's ${seen.agent_session_id}`;
+  if (jobId === null) return `notify of thread ${thread.id} while the session holds no job`;
+  let prompt: string;
+  try {
+    prompt = readFileSync(launchPaths(registry, jobId).promptFile, 'utf8').trim();
+  } catch {
+    return `notify of thread ${thread.id}: job ${jobId} has no prompt file to match`;
+  }
+  return thread.inputs.some((m) => m.trim() === prompt) ? undefined : `notify of thread ${thread.id} for a prompt MAM did not type (Codex's title thread)`;
 }
 
 /** The session after a hook; undefined when the hook changes nothing. */
@@ -118,7 +153,9 @@ export function nextSessionState(r: SessionRecord, generation: number, jobId: st
       // Only the end of the held job's turn frees the session: a late hook of an earlier job does not.
       if (r.current_job !== null && r.current_job !== jobId) return undefined;
       const held = r.current_job !== null;
-      return { ...r, idle: true, current_job: null, jobs_done: r.jobs_done + (held ? 1 : 0), last_event: sessionEvent('turn_ended', jobId) };
+      // Codex's notify names its thread: the conversation `codex resume <id>` goes on with.
+      const id = hook.thread ? { agent_session_id: r.agent_session_id ?? hook.thread.id } : {};
+      return { ...r, ...id, idle: true, current_job: null, jobs_done: r.jobs_done + (held ? 1 : 0), last_event: sessionEvent('turn_ended', jobId) };
     }
     case 'idle':
       return r.current_job === null && !r.idle ? { ...r, idle: true, last_event: sessionEvent('agent_idle') } : undefined;

@@ -39,15 +39,26 @@ export function claudeSessionSettings(mam: readonly string[], name: string, gene
   return `${JSON.stringify({ hooks }, null, 2)}\n`;
 }
 
-/** Codex: `notify` for the end of a turn, inline hooks for the start, the prompt and permission requests. */
+/**
+ * Codex: `notify` only, the end of each turn (its payload's `thread-id` is the conversation's id).
+ * No `-c hooks.*`: Codex 0.171 runs such hooks only once a person trusted them, and in the TUI they
+ * stop the start at a "Hooks need review" screen (docs/agent-cli-facts.md §7.4), so SessionStart and
+ * UserPromptSubmit never came. How the session copes without them: CODEX_START_DELAY_MS.
+ */
 function codexSessionConfig(mam: readonly string[], name: string, generation: number): string[] {
-  const hook = (event: string) =>
-    `hooks.${event}=[{hooks=[{type="command",command=${JSON.stringify(words(sessionHookCommand(mam, 'codex', name, generation)))},timeout=30}]}]`;
   const notify = `notify=[${sessionHookCommand(mam, 'codex-notify', name, generation, ['--payload'])
     .map((s) => JSON.stringify(s))
     .join(',')}]`;
-  return ['-c', notify, '-c', hook('SessionStart'), '-c', hook('UserPromptSubmit'), '-c', hook('PermissionRequest')];
+  return ['-c', notify];
 }
+
+/**
+ * No hook says when Codex's TUI takes input, and a prompt pasted as it starts was lost (0.171 in
+ * tmux: pasted at once, no request reached the model; from 0.1 s on it ran). So a Codex session is
+ * idle this long after its process started (`create`/`resume` wait for it), a bounded margin over
+ * what was measured, and the first job is never typed before.
+ */
+export const CODEX_START_DELAY_MS = 3_000;
 
 export interface SessionLaunchInput {
   agent: SessionAgent;
@@ -64,8 +75,11 @@ export interface SessionLaunch {
   /** For `sh -c` in the pane; `exec`, so the pane's first process is the agent itself. */
   command: string;
   files: { path: string; content: string }[];
-  /** The agent's hooks say when it is idle; else (gemini) the end of each job does. */
-  hooksReportIdle: boolean;
+  /**
+   * null: a hook says when the agent is ready (Claude's SessionStart). A number: no hook does, and
+   * the session is idle that long after the agent's process started (0: at once; a shell, Gemini).
+   */
+  startDelayMs: number | null;
 }
 
 export function claudeSettingsFile(privateDir: string): string {
@@ -88,22 +102,26 @@ export function sessionLaunch(input: SessionLaunchInput): SessionLaunch {
       return {
         command: `exec ${words(['claude', '--settings', settings, ...resumeArgs])}`,
         files: [{ path: settings, content: claudeSessionSettings(mam, name, generation) }],
-        hooksReportIdle: true,
+        startDelayMs: null,
       };
     }
     case 'codex': {
       const resumeArgs = resume === undefined ? [] : id === null ? ['resume', '--last'] : ['resume', id];
-      return { command: `exec ${words(['codex', ...resumeArgs, ...codexSessionConfig(mam, name, generation)])}`, files: [], hooksReportIdle: true };
+      return {
+        command: `exec ${words(['codex', ...resumeArgs, ...codexSessionConfig(mam, name, generation)])}`,
+        files: [],
+        startDelayMs: CODEX_START_DELAY_MS,
+      };
     }
     case 'gemini': {
       // MAM writes no Gemini settings (its hooks live in settings files it does not touch): the
       // session is idle again when each job ends (see docs/panes.md).
       const resumeArgs = resume === undefined ? [] : ['--resume', id ?? 'latest'];
-      return { command: `exec ${words(['gemini', ...resumeArgs])}`, files: [], hooksReportIdle: false };
+      return { command: `exec ${words(['gemini', ...resumeArgs])}`, files: [], startDelayMs: 0 };
     }
     case 'shell':
       // An interactive shell reading its terminal: each job is one line typed into it (deliverJob).
-      return { command: 'exec /bin/sh -i', files: [], hooksReportIdle: true };
+      return { command: 'exec /bin/sh -i', files: [], startDelayMs: 0 };
   }
 }
 

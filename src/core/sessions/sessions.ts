@@ -6,6 +6,7 @@ import { closeJob } from '../publisher/close-state.ts';
 import { ensureOwnDir, writePrivateFileSync } from '../registry/record-store.ts';
 import type { Registry } from '../registry/registry.ts';
 import { isTerminalStatus } from '../vocabulary.ts';
+import { codexTrust } from './codex-trust.ts';
 import { sessionEnvironment, sessionLaunch } from './session-launch.ts';
 import { closeDeadSessionPane, envHandedOver, killSessionPane, serverOf, sessionPaneHealth, startSessionPane } from './session-pane.ts';
 import type { SessionAgent, SessionRecord } from './session-record.ts';
@@ -43,11 +44,12 @@ export interface CreateSessionInput {
  */
 export async function createSession(ctx: SessionContext, input: CreateSessionInput): Promise<SessionRecord> {
   await assertTmux(ctx);
-  await ctx.store.withLock(input.name, async () => {
+  const launched = await ctx.store.withLock(input.name, async () => {
     const old = ctx.store.find(input.name);
     if (old?.state === 'running' && (await isAlive(ctx, old))) throw new SessionRefused(input.name, 'is running (mam session stop it first)');
     if (old?.state === 'stopped')
       throw new SessionRefused(input.name, `is stopped with its conversation kept (mam session resume ${input.name}, or stop it with --purge-conversation)`);
+    if (input.agent === 'codex') assertCodexTrusts(ctx, input.name, input.workdir);
     const now = new Date().toISOString();
     const fresh: SessionRecord = {
       name: input.name,
@@ -67,9 +69,9 @@ export async function createSession(ctx: SessionContext, input: CreateSessionInp
       last_event: sessionEvent('created'),
       detail: null,
     };
-    await launch(ctx, fresh, undefined);
+    return launch(ctx, fresh, undefined);
   });
-  return awaitReady(ctx, input.name, input.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS);
+  return awaitReady(ctx, input.name, launched, input.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS);
 }
 
 /**
@@ -78,12 +80,13 @@ export async function createSession(ctx: SessionContext, input: CreateSessionInp
  */
 export async function resumeSession(ctx: SessionContext, name: string, readyTimeoutMs = DEFAULT_READY_TIMEOUT_MS): Promise<SessionRecord> {
   await assertTmux(ctx);
-  await ctx.store.withLock(name, async () => {
+  const launched = await ctx.store.withLock(name, async () => {
     const r = ctx.store.read(name);
     if (r.state === 'running' && (await isAlive(ctx, r))) throw new SessionRefused(name, 'is running already');
     if (r.state === 'archived') throw new SessionRefused(name, 'is archived');
     if (r.state === 'terminated' && r.agent_session_id === null && r.agent !== 'shell')
       throw new SessionRefused(name, 'has no conversation to resume (it was purged, or its agent never reported one): mam session create a new one');
+    if (r.agent === 'codex') assertCodexTrusts(ctx, name, r.workdir);
     const next: SessionRecord = {
       ...r,
       state: 'running',
@@ -94,9 +97,9 @@ export async function resumeSession(ctx: SessionContext, name: string, readyTime
       last_event: sessionEvent('resumed', r.agent_session_id),
       updated_at: new Date().toISOString(),
     };
-    await launch(ctx, next, { agentSessionId: r.agent_session_id });
+    return launch(ctx, next, { agentSessionId: r.agent_session_id });
   });
-  return awaitReady(ctx, name, readyTimeoutMs);
+  return awaitReady(ctx, name, launched, readyTimeoutMs);
 }
 
 /** tmux is asked for its version first: a machine without it gets TmuxMissing before anything is written. */
@@ -109,8 +112,26 @@ async function assertTmux(ctx: SessionContext): Promise<void> {
   }
 }
 
+/** What awaitReady needs of a launch: which one, when its agent started, and how it says it is ready. */
+interface Launched {
+  generation: number;
+  startedAt: number;
+  startDelayMs: number | null;
+}
+
+/** A Codex session only where Codex opens without a folder screen (codex-trust.ts); refused before anything is written. */
+function assertCodexTrusts(ctx: SessionContext, name: string, workdir: string): void {
+  const trust = codexTrust(workdir, ctx.server?.env ?? process.env);
+  if (trust.trusted) return;
+  const read = trust.problem === undefined ? '' : ` (${trust.problem})`;
+  throw new SessionRefused(
+    name,
+    `Codex does not trust ${workdir} in ${trust.configFile}${read}, and its folder screen would take the first job: run codex there once and trust it, or add [projects.${JSON.stringify(workdir)}] trust_level = "trusted" to that file`,
+  );
+}
+
 /** Under the session's lock: writes the launch files, starts the pane, writes the running record. */
-async function launch(ctx: SessionContext, record: SessionRecord, resume: { agentSessionId: string | null } | undefined): Promise<void> {
+async function launch(ctx: SessionContext, record: SessionRecord, resume: { agentSessionId: string | null } | undefined): Promise<Launched> {
   const privateDir = ctx.store.sessionLogDir(record.name);
   const plan = sessionLaunch({ agent: record.agent, name: record.name, generation: record.generation, privateDir, resume });
   let pane: Awaited<ReturnType<typeof startSessionPane>>;
@@ -131,24 +152,39 @@ async function launch(ctx: SessionContext, record: SessionRecord, resume: { agen
     await ctx.store.write({ ...record, state: 'terminated', detail: `could not start: ${(err as Error).message}`, last_event: sessionEvent('start_failed') });
     throw err;
   }
-  // A shell reads each typed line when it is ready: typed input waits in the terminal, so it is idle at once.
+  const startedAt = Date.now();
+  // A shell reads each typed line when it is ready: typed input waits in the terminal, so it is idle
+  // at once (so is Gemini, which nothing reports on). Codex is idle after its start delay (awaitReady).
   await ctx.store.write({
     ...record,
     tmux_session: pane.tmuxSession,
     pane_id: pane.paneId,
     pane_pid: pane.pid,
     tmux_socket: pane.socketPath,
-    idle: record.agent === 'shell' || !plan.hooksReportIdle,
+    idle: plan.startDelayMs === 0,
   });
   await envHandedOver(privateDir);
+  return { generation: record.generation, startedAt, startDelayMs: plan.startDelayMs };
 }
 
-/** Waits until the agent said it is ready (idle), its pane died (terminated, an error), or the time is up (a warning). */
-async function awaitReady(ctx: SessionContext, name: string, timeoutMs: number): Promise<SessionRecord> {
-  const deadline = Date.now() + timeoutMs;
+/**
+ * Waits until the agent said it is ready (idle), its pane died (terminated, an error), or the time is
+ * up (a warning). An agent with a start delay (Codex) is marked idle here once the delay has passed
+ * and it still runs: a `create` killed before leaves the session not idle (stop and resume it).
+ */
+async function awaitReady(ctx: SessionContext, name: string, launched: Launched, timeoutMs: number): Promise<SessionRecord> {
+  const delay = launched.startDelayMs;
+  // A start delay is waited out whatever the timeout: only this wait marks the session idle.
+  const deadline = Math.max(Date.now() + timeoutMs, delay === null ? 0 : launched.startedAt + delay);
   for (;;) {
-    const r = await reconcileSession(ctx, ctx.store.read(name));
+    let r = await reconcileSession(ctx, ctx.store.read(name));
     if (r.state !== 'running') throw new SessionStartFailed(`session ${name}: the agent did not come up (${r.detail ?? r.state})`);
+    if (!r.idle && delay !== null && Date.now() >= launched.startedAt + delay)
+      r = await ctx.store.update(name, (s) =>
+        s.state === 'running' && s.generation === launched.generation && !s.idle && s.current_job === null
+          ? { ...s, idle: true, last_event: sessionEvent('agent_ready', `after its ${delay / 1000} s start delay`) }
+          : undefined,
+      );
     if (r.idle) return r;
     if (Date.now() >= deadline) {
       ctx.warn?.(
