@@ -72,9 +72,10 @@ describe('mam mcp-permission with the MCP SDK client', () => {
 
     const call = client.callTool({ name: 'permission_prompt', arguments: CALL });
     const req = await permissionPublished(side, id);
+    // CALL is what the real Claude Code 2.1.332 sent (test/fixtures/agents/claude-permission-prompt-tool-call.json).
     expect(req.payload).toMatchObject({
-      detail: 'Permission needed: Write',
-      data: { permission: { tool: 'Write', summary: '<path>', tool_use_id: CALL.tool_use_id } },
+      detail: 'Permission needed: Bash',
+      data: { permission: { tool: 'Bash', summary: 'touch captured.txt', tool_use_id: CALL.tool_use_id } },
     });
     const approve = await mam(side, 'approve', '--job', id);
     expect(approve.code).toBe(0);
