@@ -1,13 +1,9 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
-import { afterEach, beforeAll, expect, it } from 'vitest';
-import { type TestBroker, startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
-import { type RunResult, type Workspace, makeWorkspace, runBinAsync } from '../helpers/cli.ts';
+import { expect, it } from 'vitest';
+import { type RunResult, runBinAsync } from '../helpers/cli.ts';
 import { printedEvents, registeredJob } from '../panes/session-fixtures.ts';
-import { type IsolatedTmux, describeWithTmux, isolatedTmux } from '../panes/tmux-fixtures.ts';
-import { startAnthropicServer } from './anthropic-server.ts';
-import type { ModelServer } from './model-server.ts';
-import { agentBinDir, describeWithCli, offlineEnv } from './real-clis.ts';
+import { describeWithTmux } from '../panes/tmux-fixtures.ts';
+import { realCliWorld } from './real-cli-world.ts';
+import { describeWithCli } from './real-clis.ts';
 
 /**
  * A named session (issue 25) with the real interactive Claude Code in a tmux pane of the test's own,
@@ -18,41 +14,15 @@ import { agentBinDir, describeWithCli, offlineEnv } from './real-clis.ts';
  */
 describeWithTmux('a named session with the real interactive Claude Code', () => {
   describeWithCli('claude', 'a named session with the real interactive Claude Code', () => {
-    let broker: TestBroker;
-    let ws: Workspace;
-    let tmux: IsolatedTmux;
-    let model: ModelServer | undefined;
-    useBrokerCleanup();
-    beforeAll(async () => {
-      broker = await startAedesBroker();
-    });
-    afterEach(async () => {
-      await model?.close();
-      model = undefined;
-      ws?.cleanup();
-    });
+    const world = realCliWorld();
 
     /** The user messages of a request to the model, in order: the conversation Claude sent. */
     const userTexts = (body: unknown): string =>
       JSON.stringify((body as { messages: Array<{ role: string; content: unknown }> }).messages.filter((m) => m.role === 'user'));
 
     it('takes three jobs in one conversation, is stopped, and resumed with that conversation for the next', { timeout: 180_000 }, async () => {
-      tmux = isolatedTmux();
-      ws = makeWorkspace({ MQTT_BROKER: '127.0.0.1', MQTT_PORT: String(broker.port) });
-      model = await startAnthropicServer([]);
-      const env: NodeJS.ProcessEnv = {
-        ...offlineEnv('claude', ws.root, model.url),
-        PATH: `${agentBinDir(ws.root)}${path.delimiter}${process.env.PATH}`,
-        TMUX_TMPDIR: tmux.dir,
-      };
-      // What a person who ran Claude here once answered (test/agents-real/panes.test.ts does the same).
-      mkdirSync(env.CLAUDE_CONFIG_DIR!, { recursive: true });
-      const state = {
-        hasCompletedOnboarding: true,
-        projects: { [ws.root]: { hasTrustDialogAccepted: true } },
-        customApiKeyResponses: { approved: [env.ANTHROPIC_API_KEY!.slice(-20)], rejected: [] },
-      };
-      writeFileSync(path.join(env.CLAUDE_CONFIG_DIR!, '.claude.json'), JSON.stringify(state));
+      const env = await world.setup('claude', [], { tmux: true, claudeSeeded: true });
+      const { ws, model } = world;
       const mam = (args: string[]): Promise<RunResult> => runBinAsync('mam', args, ws, { env, timeoutMs: 90_000 });
 
       const created = await mam(['session', 'create', '--name', 'rc', '--agent', 'claude', '--workdir', ws.root]);

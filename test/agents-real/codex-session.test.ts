@@ -1,15 +1,10 @@
-import { execFileSync } from 'node:child_process';
-import { appendFileSync, rmSync } from 'node:fs';
-import path from 'node:path';
-import { afterEach, beforeAll, expect, it } from 'vitest';
-import { type TestBroker, startAedesBroker, useBrokerCleanup } from '../helpers/brokers.ts';
-import { type RunResult, type Workspace, makeWorkspace, runBinAsync } from '../helpers/cli.ts';
+import { expect, it } from 'vitest';
+import { type RunResult, runBinAsync } from '../helpers/cli.ts';
 import { printedEvents, registeredJob } from '../panes/session-fixtures.ts';
-import { describeWithTmux, isolatedTmux } from '../panes/tmux-fixtures.ts';
-import type { ModelServer } from './model-server.ts';
+import { describeWithTmux } from '../panes/tmux-fixtures.ts';
 import { openaiPrompt } from './openai-server.ts';
-import { startOpenAiServer } from './openai-server.ts';
-import { agentBinDir, describeWithCli, offlineEnv } from './real-clis.ts';
+import { describeWithCli } from './real-clis.ts';
+import { realCliWorld } from './real-cli-world.ts';
 
 /**
  * A named session (issue 25) with the real interactive Codex (its TUI) in a tmux pane of the test's
@@ -21,38 +16,18 @@ import { agentBinDir, describeWithCli, offlineEnv } from './real-clis.ts';
  */
 describeWithTmux('a named session with the real interactive Codex', () => {
   describeWithCli('codex', 'a named session with the real interactive Codex', () => {
-    let broker: TestBroker;
-    let ws: Workspace;
-    let model: ModelServer | undefined;
-    useBrokerCleanup();
-    beforeAll(async () => {
-      broker = await startAedesBroker();
-    });
-    afterEach(async () => {
-      await model?.close();
-      model = undefined;
-      ws?.cleanup();
-    });
+    const world = realCliWorld();
 
     /** The user's words of a main-loop request (not the title thread's), in order: the conversation Codex sent. */
     const conversation = (): string[] =>
-      model!.requests
+      world.model.requests
         .map((r) => openaiPrompt(r.body as Parameters<typeof openaiPrompt>[0]))
         .filter((p) => !p.includes('Generate a concise, single-line task title'));
 
     it('takes three jobs in one conversation, is stopped, and resumed with that conversation for the next', { timeout: 180_000 }, async () => {
-      const tmux = isolatedTmux();
-      ws = makeWorkspace({ MQTT_BROKER: '127.0.0.1', MQTT_PORT: String(broker.port) });
-      model = await startOpenAiServer([]);
-      const env: NodeJS.ProcessEnv = {
-        ...offlineEnv('codex', ws.root, model.url),
-        PATH: `${agentBinDir(ws.root)}${path.delimiter}${process.env.PATH}`,
-        TMUX_TMPDIR: tmux.dir,
-      };
       // What a person who ran Codex here once answered: its "Trust this folder?" screen (§7.4).
-      rmSync(path.join(ws.root, '.git'), { recursive: true, force: true });
-      execFileSync('git', ['init', '-q', ws.root]);
-      appendFileSync(path.join(env.CODEX_HOME!, 'config.toml'), `[projects.${JSON.stringify(ws.root)}]\ntrust_level = "trusted"\n`);
+      const env = await world.setup('codex', [], { tmux: true, gitRepository: true, codexTrusted: true });
+      const { ws } = world;
       const mam = (args: string[]): Promise<RunResult> => runBinAsync('mam', args, ws, { env, timeoutMs: 90_000 });
 
       const created = await mam(['session', 'create', '--name', 'rc', '--agent', 'codex', '--workdir', ws.root]);

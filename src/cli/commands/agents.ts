@@ -2,6 +2,7 @@ import * as z from 'zod/mini';
 import { warnIfPublicSandbox } from '../context.ts';
 import { parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
+import { formatTable } from '../table.ts';
 
 const agentsOptions = z.object({
   json: z.optional(z.boolean()),
@@ -27,18 +28,14 @@ export const agentsCommand = defineCommand({
       ctx.io.out.write(`${JSON.stringify(rows)}\n`);
       return;
     }
-    const table = [
-      ['NAME', 'HOST', 'STATUS', 'LAST_SEEN', 'JOB', 'CAPABILITIES'],
-      ...rows.map((r) => [
-        r.name,
-        r.host,
-        r.reason ? `${r.status} (${r.reason})` : r.status,
-        r.last_seen,
-        r.current_job ?? '-',
-        r.capabilities.join(',') || '-',
-      ]),
-    ];
-    const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
-    ctx.io.out.write(`${table.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n')}\n`);
+    const cells = rows.map((r) => [
+      r.name,
+      r.host,
+      r.reason ? `${r.status} (${r.reason})` : r.status,
+      r.last_seen,
+      r.current_job ?? '-',
+      r.capabilities.join(',') || '-',
+    ]);
+    ctx.io.out.write(`${formatTable(['NAME', 'HOST', 'STATUS', 'LAST_SEEN', 'JOB', 'CAPABILITIES'], cells)}\n`);
   },
 });

@@ -4,6 +4,7 @@ import { type JobRecord, publicView } from '../../core/registry/job-record.ts';
 
 import { parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
+import { formatTable } from '../table.ts';
 
 const jobsOptions = z.object({
   json: z.optional(z.boolean()),
@@ -31,13 +32,7 @@ export function formatJobsTable(records: JobRecord[], now = Date.now()): string 
     (r.brief.split('\n')[0] ?? '').slice(0, 60),
   ]);
   const header = ['JOB', 'STATUS', 'SESSION', 'ATTEMPT', 'SEQ', 'UPDATED', 'BRIEF'];
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd();
-  return [line(header), ...rows.map(line)].join('\n');
+  return formatTable(header, rows);
 }
 
 export const jobsCommand = defineCommand({

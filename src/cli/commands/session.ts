@@ -7,6 +7,7 @@ import type { CommandContext } from '../context.ts';
 import { secondsFlag } from '../flags.ts';
 import { parseOptions, printJson } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
+import { formatTable } from '../table.ts';
 
 /**
  * `mam session create|stop|resume|list`: named, long-lived agent sessions in tmux panes that take
@@ -134,13 +135,7 @@ export function formatSessionTable(rows: SessionListing[]): string {
     String(r.jobs_done),
     r.last_event === null ? '-' : `${r.last_event.type} ${r.last_event.at.replace(/\.\d+Z$/, 'Z')}${r.last_event.detail ? ` ${r.last_event.detail}` : ''}`,
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]!.length)));
-  const line = (row: string[]) =>
-    row
-      .map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd();
-  return [line(header), ...cells.map(line)].join('\n');
+  return formatTable(header, cells);
 }
 
 const listCommand = defineCommand({

@@ -5,6 +5,7 @@ import type { Registry } from '../../core/registry/registry.ts';
 import { isTerminalStatus } from '../../core/vocabulary.ts';
 import { parseOptions } from '../options.ts';
 import { defineCommand, registryOption } from '../program.ts';
+import { formatTable } from '../table.ts';
 
 const sessionsOptions = z.object({
   json: z.optional(z.boolean()),
@@ -36,13 +37,7 @@ function agentState(pane: MamPane): string {
 export function formatSessionsTable(rows: SessionRow[]): string {
   const header = ['SESSION', 'JOB', 'STATUS', 'AGENT', 'CREATED', 'ATTACH'];
   const cells = rows.map((r) => [r.session, r.jobId, r.status, agentState(r), r.created.replace(/\.\d+Z$/, 'Z'), r.attach]);
-  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]!.length)));
-  const line = (row: string[]) =>
-    row
-      .map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd();
-  return [line(header), ...cells.map(line)].join('\n');
+  return formatTable(header, cells);
 }
 
 /** One JSON line per pane, in the registry's snake_case. */

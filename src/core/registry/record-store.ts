@@ -53,10 +53,11 @@ export async function writeJsonAtomic(file: string, value: unknown): Promise<voi
 }
 
 /**
- * Reads and validates one record. A file that does not parse or validate is named in the error
- * and left exactly as it is.
+ * A JSON file of the registry (a job's or a session's record), parsed but not yet validated. Never
+ * read through a symbolic link; a file that cannot be read or parsed is a CorruptRecord naming it,
+ * left exactly as it is; `missing` is the error for one that is not there.
  */
-export function readRecord(file: string, jobId: string): JobRecord {
+export function readRegistryJson(file: string, missing: () => Error): unknown {
   let text: string;
   try {
     const fd = openSync(file, constants.O_RDONLY | NO_FOLLOW);
@@ -66,17 +67,23 @@ export function readRecord(file: string, jobId: string): JobRecord {
       closeSync(fd);
     }
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new NoSuchJob(jobId);
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw missing();
     if (isSymlinkRefusal(err)) throw new CorruptRecord(file, 'is a symbolic link; MAM never follows one inside the registry (remove it)');
     throw new CorruptRecord(file, `cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
   }
-  let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    return JSON.parse(text);
   } catch (err) {
     throw new CorruptRecord(file, `not JSON: ${(err as Error).message}`);
   }
-  const record = validRecord(raw);
+}
+
+/**
+ * Reads and validates one record. A file that does not parse or validate is named in the error
+ * and left exactly as it is.
+ */
+export function readRecord(file: string, jobId: string): JobRecord {
+  const record = validRecord(readRegistryJson(file, () => new NoSuchJob(jobId)));
   if (typeof record === 'string') throw new CorruptRecord(file, record);
   if (record.job_id !== jobId) throw new CorruptRecord(file, `job_id ${record.job_id} does not match the file name`);
   return record;

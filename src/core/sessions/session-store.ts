@@ -1,10 +1,9 @@
-import { closeSync, constants, openSync, readFileSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { CorruptRecord, MamError } from '../errors.ts';
 import { NoSuchSession } from './session-errors.ts';
-import { NO_FOLLOW, isSymlinkRefusal } from '../private-places.ts';
 import { withDirLock } from '../registry/lock.ts';
-import { ensureDir, writeJsonAtomic } from '../registry/record-store.ts';
+import { ensureDir, readRegistryJson, writeJsonAtomic } from '../registry/record-store.ts';
 import type { Registry } from '../registry/registry.ts';
 import { type SessionRecord, assertSessionName, sessionRecordSchema } from './session-record.ts';
 
@@ -49,26 +48,7 @@ export class SessionStore {
   /** The record, or NoSuchSession; a file that does not parse or validate is a CorruptRecord naming it. */
   read(name: string): SessionRecord {
     const file = this.file(name);
-    let text: string;
-    try {
-      const fd = openSync(file, constants.O_RDONLY | NO_FOLLOW);
-      try {
-        text = readFileSync(fd, 'utf8');
-      } finally {
-        closeSync(fd);
-      }
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new NoSuchSession(name);
-      if (isSymlinkRefusal(err)) throw new CorruptRecord(file, 'is a symbolic link; MAM never follows one inside the registry (remove it)');
-      throw new CorruptRecord(file, `cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
-    }
-    let raw: unknown;
-    try {
-      raw = JSON.parse(text);
-    } catch (err) {
-      throw new CorruptRecord(file, `not JSON: ${(err as Error).message}`);
-    }
-    const parsed = sessionRecordSchema.safeParse(raw);
+    const parsed = sessionRecordSchema.safeParse(readRegistryJson(file, () => new NoSuchSession(name)));
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
       throw new CorruptRecord(file, `${issue.path.join('.') || 'record'}: ${issue.message}`);
