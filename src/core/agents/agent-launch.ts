@@ -22,11 +22,10 @@ export interface PreparedLaunch {
 }
 
 /**
- * The variables every agent of a job gets (contract §1 and issue 13): where the registry is, which
- * broker, the job, its attempt fence and the publish command. The agent publishes into this host's
- * registry, whatever folder it was started in.
+ * Where an agent MAM starts publishes to: this host's registry (whatever folder the agent was started
+ * in) and the broker, for a job's agent and a session's alike.
  */
-export function jobEnvironment(config: MamConfig, registry: Registry, record: JobRecord, promptFile?: string): Record<string, string> {
+export function reportingEnvironment(config: MamConfig, registry: Registry): Record<string, string> {
   return {
     MAM_REAL_ROOT: config.root,
     MAM_REGISTRY_DIR: registry.paths.registryDir,
@@ -36,6 +35,16 @@ export function jobEnvironment(config: MamConfig, registry: Registry, record: Jo
     // With a broker list the agent fails over along it too (docs/cluster.md); MQTT_BROKER is its first server.
     ...(config.broker.servers ? { MQTT_SERVERS: config.broker.servers.map(formatServer).join(',') } : {}),
     MAM_TOPIC_ROOT: config.topicRoot,
+  };
+}
+
+/**
+ * The variables every agent of a job gets (contract §1 and issue 13): where it reports, the job, its
+ * attempt fence and the publish command.
+ */
+export function jobEnvironment(config: MamConfig, registry: Registry, record: JobRecord, promptFile?: string): Record<string, string> {
+  return {
+    ...reportingEnvironment(config, registry),
     JOB_ID: record.job_id,
     MAM_JOB_BRIEF: record.brief,
     MAM_PUBLISH_CMD: publishCommandLine(record.job_id),

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { binPath, shellQuote } from '../bin-path.ts';
 import type { MamConfig } from '../config/config.ts';
-import { formatServer } from '../mqtt/server-list.ts';
+import { reportingEnvironment } from '../agents/agent-launch.ts';
 import type { Registry } from '../registry/registry.ts';
 import type { SessionAgent } from './session-record.ts';
 
@@ -127,16 +127,7 @@ export function sessionLaunch(input: SessionLaunchInput): SessionLaunch {
 
 /** The variables every session's agent gets: where the registry is and which broker; no job (jobs come and go). */
 export function sessionEnvironment(config: MamConfig, registry: Registry, name: string): Record<string, string> {
-  return {
-    MAM_REAL_ROOT: config.root,
-    MAM_REGISTRY_DIR: registry.paths.registryDir,
-    MAM_LOG_DIR: registry.paths.logDir,
-    MQTT_BROKER: config.broker.host,
-    MQTT_PORT: String(config.broker.port),
-    ...(config.broker.servers ? { MQTT_SERVERS: config.broker.servers.map(formatServer).join(',') } : {}),
-    MAM_TOPIC_ROOT: config.topicRoot,
-    MAM_SESSION: name,
-  };
+  return { ...reportingEnvironment(config, registry), MAM_SESSION: name };
 }
 
 /**
