@@ -106,7 +106,7 @@ describe('a broker list whose first server is down', () => {
    * does when a subscription's JetStream consumer cannot be created in time, after a node of the
    * cluster is lost) or with 0x80 (`refuse`: a permission, or NATS failing that consumer at once).
    */
-  async function fakeBroker(onSubscribe: 'mute' | 'refuse'): Promise<{ server: string; subscribes: () => number }> {
+  async function fakeBroker(onSubscribe: 'mute' | 'refuse' | { slowRefusals: number }): Promise<{ server: string; subscribes: () => number }> {
     const sockets = new Set<Socket>();
     let subscribes = 0;
     const fake: Server = createServer((s) => {
@@ -118,6 +118,12 @@ describe('a broker list whose first server is down', () => {
         if (packet.cmd === 'subscribe') {
           subscribes++;
           if (onSubscribe === 'refuse') s.write(generate({ cmd: 'suback', messageId: packet.messageId, granted: packet.subscriptions.map(() => 0x80) }));
+          if (typeof onSubscribe === 'object') {
+            // NATS after a node loss: seconds spent on the JetStream consumer, then 0x80; later, granted.
+            const code = subscribes <= onSubscribe.slowRefusals ? 0x80 : 1;
+            const suback = generate({ cmd: 'suback', messageId: packet.messageId, granted: packet.subscriptions.map(() => code) });
+            setTimeout(() => s.writable && s.write(suback), code === 0x80 ? 2_100 : 0);
+          }
         }
       });
       s.on('data', (d: Buffer) => p.parse(d));
@@ -157,6 +163,17 @@ describe('a broker list whose first server is down', () => {
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(new RegExp(`^ERROR: broker mqtt://${fake.server} refused the subscription to python/mqtt/jobs/${job}/\\+\n$`, 'm'));
   }, 40_000);
+
+  it('a refusal that took the server seconds (a cluster still settling) is retried past three: SUBSCRIBED on the fifth try', async () => {
+    const fake = await fakeBroker({ slowRefusals: 4 });
+    const job = await register();
+    const sub = spawnBin('mam-subscribe', ['--job', job], ws, { env: { MQTT_SERVERS: fake.server } });
+    // The old rule gave up after three refusals, quick or slow: exit 3 before SUBSCRIBED.
+    await sub.waitForStderr(/^SUBSCRIBED /m, 50_000);
+    expect(fake.subscribes()).toBe(5);
+    sub.kill('SIGTERM');
+    await sub.result;
+  }, 60_000);
 
   it('mam-subscribe with every server down exits 3 naming them all', async () => {
     const job = await register();

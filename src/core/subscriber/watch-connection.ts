@@ -3,6 +3,7 @@ import { type BrokerError, BrokerUnreachable, SubscriptionRefused, classifyConne
 import { type BrokerTarget, describeTarget, newClientId } from '../mqtt/broker-target.ts';
 import { connectMqtt, currentServer } from '../mqtt/mqtt-client.ts';
 import { OneShotSession } from '../mqtt/one-shot-publish.ts';
+import { monotonicMs } from '../monotonic.ts';
 
 /** What the connection tells the watch; each callback is a fact, the watch decides what it means. */
 export interface WatchConnectionEvents {
@@ -43,6 +44,16 @@ const SUBACK_TIMEOUT_MS = 12_000;
  * the next server of a list — gets past that. Three tries cost a denied watch about 4 s more.
  */
 const SUBACK_REFUSALS_MAX = 3;
+/**
+ * A refusal the server took this long to decide is a cluster still settling, not a permission: NATS
+ * refuses a subscription whose JetStream consumer it could not create within 4 s, while a denied
+ * topic is refused at once. Seen in the 3-node failover suite: three such refusals in a row, 4 s
+ * each, after `recovered()` (the stream leaders elected, a probe round trip on every node), and the
+ * cluster answered again seconds later.
+ */
+const SLOW_REFUSAL_MS = 2_000;
+/** Slow refusals in a row before the watch gives up: about 50 s with the reconnect back-off. */
+const SLOW_REFUSALS_MAX = 6;
 
 /**
  * The subscriber's MQTT client: one process-unique session (clean=false, so QoS 1 events published
@@ -58,6 +69,7 @@ export class WatchConnection {
   private subscribedOnce = false;
   private closed = false;
   private refusals = 0;
+  private slowRefusals = 0;
   /** The socket is corked until MQTT.js has handled what one read brought (see `holdAcks`). */
   private acksHeld = false;
   private readonly clientId: string;
@@ -157,6 +169,7 @@ export class WatchConnection {
       stream.destroy();
     }, SUBACK_TIMEOUT_MS);
     watchdog.unref();
+    const asked = monotonicMs();
     client.subscribe(this.topics, { qos: 1 }, (err, _subs, suback) => {
       clearTimeout(watchdog);
       if (this.closed) return;
@@ -165,7 +178,8 @@ export class WatchConnection {
       const refused = this.topics.filter((_, i) => ((codes[i] as number | undefined) ?? 0) >= 0x80);
       if (refused.length > 0) {
         const failure = new SubscriptionRefused(describeTarget(this.serverTarget(client)), refused);
-        if (++this.refusals >= SUBACK_REFUSALS_MAX) return this.fail(failure);
+        const slow = monotonicMs() - asked >= SLOW_REFUSAL_MS;
+        if (slow ? ++this.slowRefusals >= SLOW_REFUSALS_MAX : ++this.refusals >= SUBACK_REFUSALS_MAX) return this.fail(failure);
         this.events.transientError(failure);
         stream.destroy(); // reconnect, and ask again on the next CONNACK
         return;
@@ -175,6 +189,7 @@ export class WatchConnection {
         return;
       }
       this.refusals = 0;
+      this.slowRefusals = 0;
       if (this.subscribedOnce) return;
       this.subscribedOnce = true;
       this.events.subscribed();
