@@ -54,7 +54,9 @@ async function brokerLine(config: MamConfig): Promise<Check> {
     const auth = target.username === undefined ? 'without credentials' : `as ${target.username}`;
     return { name: 'broker', status: 'ok', detail: `${where}: connected ${auth}${target.tls ? ' over TLS' : ''}` };
   } catch (err) {
-    return { name: 'broker', status: 'fail', detail: `${where}: ${(err as Error).message}` };
+    // A broker error names the broker already ("broker mqtt://h:p unreachable: …"): said once.
+    const message = (err as Error).message;
+    return { name: 'broker', status: 'fail', detail: message.includes(where) ? message : `${where}: ${message}` };
   } finally {
     session.destroy();
   }
