@@ -57,8 +57,10 @@ await build({
   format: 'cjs',
   platform: 'node',
   target: 'node20',
-  // Native or worker-thread code stays outside the bundle and is resolved from node_modules.
-  external: ['level', 'classic-level', 'aedes-persistence-level', 'thread-stream', 'pino-pretty', 'bufferutil', 'utf-8-validate'],
+  // Native or worker-thread code stays outside the bundle and is resolved from node_modules; so does
+  // smol-toml (25 KB), read only when a Codex session starts: every `mam` start (each agent hook is
+  // one) would otherwise parse it.
+  external: ['level', 'classic-level', 'aedes-persistence-level', 'thread-stream', 'pino-pretty', 'bufferutil', 'utf-8-validate', 'smol-toml'],
   alias: bundleAlias,
   // The sources are ESM and find files next to themselves through import.meta.url.
   define: {
