@@ -32,8 +32,6 @@ export interface InProcessOptions {
   tty?: boolean;
   /** Resolves as SIGINT/SIGTERM would for a bin (default: never). */
   stop?: Promise<NodeJS.Signals>;
-  /** Fail when the command leaves a socket, timer or handle behind (default true; off for commands run side by side). */
-  leakCheck?: boolean;
   /** Fail the test when the command has not ended by then (a hang reads as this, not as the test's timeout). */
   timeoutMs?: number;
 }
@@ -66,7 +64,7 @@ export async function runInProcess(bin: string, args: string[], ws: Workspace, o
     stopSignal: () => opts.stop ?? new Promise<NodeJS.Signals>(() => undefined),
   };
   const run = () => withDeadline(`${bin} ${args.join(' ')}`, opts.timeoutMs, runCommandLine(bin, entry, args, environment));
-  const { code, outcome } = opts.leakCheck === false ? await run() : await withoutLeaks(`${bin} ${args.join(' ')}`, run);
+  const { code, outcome } = await withoutLeaks(`${bin} ${args.join(' ')}`, run);
   return { code, stdout, stderr, outcome };
 }
 
